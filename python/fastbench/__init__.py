@@ -1,0 +1,34 @@
+"""fastbench: honest performance measurement for ML and systems code.
+
+The public API is what ``__all__`` lists; ``fastbench._core`` is private.
+"""
+
+from __future__ import annotations
+
+from ._version import __version__
+
+try:
+    from . import _core
+except ImportError as exc:  # pragma: no cover - exercised only on a broken install
+    raise ImportError(
+        f"fastbench's native core (fastbench._core) failed to import: {exc}. "
+        "It is built by the package install: run `pip install .` (or `pip install -e .` "
+        "for development) from the source tree; this needs a C++17 compiler and CMake."
+    ) from exc
+
+from .clocks import ClockSpec, ClockTable, clocks
+from .errors import ClockUnavailable, FastbenchError
+from .timing import Measurement, Timer, measure, timeit
+
+__all__ = [
+    "ClockSpec",
+    "ClockTable",
+    "ClockUnavailable",
+    "FastbenchError",
+    "Measurement",
+    "Timer",
+    "__version__",
+    "clocks",
+    "measure",
+    "timeit",
+]

@@ -1,0 +1,279 @@
+// bindings.cpp — the one pybind11 translation unit: fastbench._core.
+// Converts arguments and results, maps errors, releases the GIL around native-only work.
+// No measuring logic here; the order of definitions matches _core.pyi.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "clock.hpp"
+#include "cpu.hpp"
+#include "timing.hpp"
+
+namespace py = pybind11;
+namespace fb = fastbench;
+
+namespace {
+
+// Checked between samples: a pending Ctrl-C (or any signal handler that raised) stops the
+// run with the handler's exception.
+void check_signals() {
+  if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+}
+
+// One call of a Python callable with arguments bound once, outside the timed loop.
+// Holds borrowed pointers: the owning Sampler keeps the objects alive.
+struct VectorCall {
+  PyObject* callable;
+  std::vector<PyObject*> slots;  // slots[0] is scratch for PY_VECTORCALL_ARGUMENTS_OFFSET
+  std::size_t nargsf;
+  PyObject* kwnames;
+  void operator()() const {
+    PyObject* result = PyObject_Vectorcall(callable, slots.data() + 1, nargsf, kwnames);
+    if (result == nullptr) throw py::error_already_set();  // fn raised: stop, keep its error
+    Py_DECREF(result);
+  }
+};
+
+// A timed target: a Python callable, a Python inner loop (timeit), or the empty body.
+class Sampler {
+ public:
+  static Sampler calls(py::object fn, py::tuple args, py::dict kwargs, const std::string& clock) {
+    if (!PyCallable_Check(fn.ptr())) {
+      throw py::type_error("[Sampler.calls] fn is not callable: " +
+                           std::string(py::str(py::type::of(fn).attr("__name__"))));
+    }
+    Sampler s(fb::parse_clock(clock));
+    s.keep_ = py::make_tuple(fn, args, kwargs);
+    VectorCall body{fn.ptr(), {nullptr}, 0, nullptr};
+    for (py::handle a : args) body.slots.push_back(a.ptr());
+    body.nargsf = args.size() | PY_VECTORCALL_ARGUMENTS_OFFSET;
+    if (!kwargs.empty()) {
+      py::list names;
+      for (auto item : kwargs) {
+        names.append(item.first);
+        body.slots.push_back(item.second.ptr());
+      }
+      py::tuple kwnames(names);
+      body.kwnames = kwnames.ptr();
+      s.keep_ = py::make_tuple(s.keep_, kwnames);
+    }
+    s.sample_ = fb::make_sample_fn(s.clock_, body);
+    return s;
+  }
+
+  static Sampler inner(py::object fn, const std::string& clock) {
+    Sampler s(fb::parse_clock(clock));
+    s.keep_ = fn;
+    PyObject* f = fn.ptr();
+    // fn(loops) runs its own loop between read_start/read_stop and returns elapsed ticks.
+    s.sample_ = [f](std::uint64_t loops) -> std::uint64_t {
+      py::object r = py::reinterpret_steal<py::object>(
+          PyObject_CallFunction(f, "K", static_cast<unsigned long long>(loops)));
+      if (!r) throw py::error_already_set();
+      const unsigned long long ticks = PyLong_AsUnsignedLongLong(r.ptr());
+      if (PyErr_Occurred()) throw py::error_already_set();
+      return ticks;
+    };
+    return s;
+  }
+
+  static Sampler empty(const std::string& clock) {
+    Sampler s(fb::parse_clock(clock));
+    s.sample_ = fb::make_sample_fn(s.clock_, fb::EmptyBody{});
+    return s;
+  }
+
+  fb::Calibration calibrate(double min_time_s, std::uint64_t max_loops) const {
+    return fb::calibrate_loops(sample_, clock_, min_time_s, max_loops, check_signals);
+  }
+
+  fb::SampleRun run(std::uint64_t loops, std::uint64_t samples, double max_time_s) const {
+    return fb::run_samples(sample_, clock_, loops, samples, max_time_s, check_signals);
+  }
+
+  std::string clock() const { return fb::clock_name(clock_); }
+
+ private:
+  explicit Sampler(fb::ClockId clock) : clock_(clock) {
+    if (clock == fb::ClockId::Tsc && !fb::tsc_usable()) {
+      throw std::invalid_argument("[Sampler] clock 'tsc' is not usable here: " +
+                                  fb::clock_info(fb::ClockId::Tsc).note);
+    }
+  }
+  fb::ClockId clock_;
+  fb::SampleFn sample_;
+  py::object keep_ = py::none();  // owns everything the sample function points into
+};
+
+// Native callables with the same calling convention (METH_FASTCALL | METH_KEYWORDS), so
+// that measuring spin against the noop floor cancels the call cost exactly.
+struct SpinState {
+  fb::ClockId clock;
+  std::uint64_t ticks;
+};
+
+PyObject* spin_call(PyObject* self, PyObject* const*, Py_ssize_t, PyObject*) {
+  const auto* st = static_cast<const SpinState*>(PyCapsule_GetPointer(self, nullptr));
+  if (st == nullptr) return nullptr;
+  fb::spin_ticks(st->clock, st->ticks);
+  Py_RETURN_NONE;
+}
+
+PyObject* noop_call(PyObject* self, PyObject* const*, Py_ssize_t, PyObject*) {
+  if (PyCapsule_GetPointer(self, nullptr) == nullptr) return nullptr;
+  Py_RETURN_NONE;
+}
+
+template <class F>
+PyCFunction as_cfunction(F f) {
+  return reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(f));
+}
+
+PyMethodDef spin_def = {"spin", as_cfunction(spin_call), METH_FASTCALL | METH_KEYWORDS,
+                        "Busy-wait for the duration fixed at creation; ignores arguments."};
+PyMethodDef noop_def = {"noop", as_cfunction(noop_call), METH_FASTCALL | METH_KEYWORDS,
+                        "Do nothing; ignores arguments. The native call floor."};
+int noop_token = 0;
+
+py::object make_spin(double ns) {
+  if (!(ns >= 0.0) || ns > 1e12) {
+    throw std::invalid_argument("[make_spin] ns must be in [0, 1e12], got " + std::to_string(ns));
+  }
+  const fb::ClockId id = fb::tsc_usable() ? fb::ClockId::Tsc : fb::ClockId::Steady;
+  auto* st = new SpinState{id, fb::ns_to_ticks(id, ns)};
+  PyObject* cap = PyCapsule_New(st, nullptr, [](PyObject* c) {
+    delete static_cast<SpinState*>(PyCapsule_GetPointer(c, nullptr));
+  });
+  if (cap == nullptr) {
+    delete st;
+    throw py::error_already_set();
+  }
+  auto cap_obj = py::reinterpret_steal<py::object>(cap);
+  PyObject* fn = PyCFunction_New(&spin_def, cap);
+  if (fn == nullptr) throw py::error_already_set();
+  return py::reinterpret_steal<py::object>(fn);
+}
+
+py::object make_noop() {
+  auto cap = py::reinterpret_steal<py::object>(PyCapsule_New(&noop_token, nullptr, nullptr));
+  if (!cap) throw py::error_already_set();
+  PyObject* fn = PyCFunction_New(&noop_def, cap.ptr());
+  if (fn == nullptr) throw py::error_already_set();
+  return py::reinterpret_steal<py::object>(fn);
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_core, m) {
+  m.doc() = "fastbench native core: clocks, timing loop, calibration (private; use fastbench)";
+#ifdef FASTBENCH_VERSION
+  m.attr("__version__") = FASTBENCH_VERSION;
+#endif
+
+  py::class_<fb::CpuFeatures>(m, "CpuFeatures", "Processor features read from CPUID.")
+      .def_readonly("x86", &fb::CpuFeatures::x86)
+      .def_readonly("vendor", &fb::CpuFeatures::vendor)
+      .def_readonly("brand", &fb::CpuFeatures::brand)
+      .def_readonly("sse2", &fb::CpuFeatures::sse2)
+      .def_readonly("sse4_2", &fb::CpuFeatures::sse4_2)
+      .def_readonly("avx", &fb::CpuFeatures::avx)
+      .def_readonly("avx2", &fb::CpuFeatures::avx2)
+      .def_readonly("fma", &fb::CpuFeatures::fma)
+      .def_readonly("avx512f", &fb::CpuFeatures::avx512f)
+      .def_readonly("rdtscp", &fb::CpuFeatures::rdtscp)
+      .def_readonly("invariant_tsc", &fb::CpuFeatures::invariant_tsc)
+      .def_readonly("hypervisor", &fb::CpuFeatures::hypervisor);
+  m.def("cpu_features", &fb::cpu_features, py::return_value_policy::copy,
+        "Processor features detected at run time.");
+
+  py::class_<fb::TscCalibration>(m, "TscCalibration", "TSC rate measured against steady_clock.")
+      .def_readonly("hz", &fb::TscCalibration::hz)
+      .def_readonly("spread_rel", &fb::TscCalibration::spread_rel)
+      .def_readonly("mad_rel", &fb::TscCalibration::mad_rel)
+      .def_readonly("window_s", &fb::TscCalibration::window_s)
+      .def_readonly("window_hz", &fb::TscCalibration::window_hz);
+  m.def("tsc_usable", &fb::tsc_usable, "True when an invariant TSC with rdtscp is present.");
+  m.def("calibrate_tsc", &fb::calibrate_tsc, py::arg("windows") = 7, py::arg("window_s") = 0.01,
+        py::call_guard<py::gil_scoped_release>(), "Calibrate the TSC rate afresh (GIL released).");
+  m.def("tsc_calibration", &fb::tsc_calibration, py::return_value_policy::copy,
+        py::call_guard<py::gil_scoped_release>(), "The process-wide TSC calibration.");
+
+  py::class_<fb::ClockInfo>(m, "ClockInfo", "Measured facts about one clock.")
+      .def_property_readonly("name", [](const fb::ClockInfo& c) { return c.name; })
+      .def_readonly("available", &fb::ClockInfo::available)
+      .def_readonly("steady", &fb::ClockInfo::steady)
+      .def_readonly("invariant", &fb::ClockInfo::invariant)
+      .def_readonly("frequency_hz", &fb::ClockInfo::frequency_hz)
+      .def_readonly("resolution_ns", &fb::ClockInfo::resolution_ns)
+      .def_readonly("read_overhead_ns", &fb::ClockInfo::read_overhead_ns)
+      .def_readonly("pair_overhead_ns", &fb::ClockInfo::pair_overhead_ns)
+      .def_readonly("note", &fb::ClockInfo::note);
+  m.def(
+      "clock_info",
+      [](const std::string& name) { return fb::clock_info(fb::parse_clock(name)); },
+      py::arg("name"), py::call_guard<py::gil_scoped_release>(),
+      "Measured facts about clock 'steady' or 'tsc' (cached).");
+  m.def(
+      "auto_clock",
+      [] {
+        const fb::AutoClock a = fb::auto_clock();
+        return std::make_pair(std::string(fb::clock_name(a.id)), a.reason);
+      },
+      py::call_guard<py::gil_scoped_release>(), "The clock 'auto' picks, and why.");
+  m.def("read_cost_ns", &fb::read_cost_ns, py::arg("kind"), py::arg("reps") = 1000,
+        py::call_guard<py::gil_scoped_release>(), "Cost of one clock read of the given kind.");
+  m.def(
+      "ticks_to_ns",
+      [](const std::string& clock, double ticks) {
+        return fb::ticks_to_ns(fb::parse_clock(clock), ticks);
+      },
+      py::arg("clock"), py::arg("ticks"), "Convert clock ticks to nanoseconds.");
+  m.def(
+      "read_start",
+      [](const std::string& clock) {
+        return fb::parse_clock(clock) == fb::ClockId::Tsc ? fb::TscClock::start()
+                                                          : fb::SteadyClock::start();
+      },
+      py::arg("clock"), "Clock ticks, read as at the start of a timed region.");
+  m.def(
+      "read_stop",
+      [](const std::string& clock) {
+        return fb::parse_clock(clock) == fb::ClockId::Tsc ? fb::TscClock::stop()
+                                                          : fb::SteadyClock::stop();
+      },
+      py::arg("clock"), "Clock ticks, read as at the end of a timed region.");
+
+  py::class_<fb::Calibration>(m, "Calibration", "Outcome of the loops-per-sample search.")
+      .def_readonly("loops", &fb::Calibration::loops)
+      .def_readonly("sample_ns", &fb::Calibration::sample_ns)
+      .def_readonly("trials", &fb::Calibration::trials)
+      .def_readonly("target_ns", &fb::Calibration::target_ns);
+  py::class_<fb::SampleRun>(m, "SampleRun", "Samples of one run, in ns per sample.")
+      .def_readonly("sample_ns", &fb::SampleRun::sample_ns)
+      .def_readonly("budget_exhausted", &fb::SampleRun::budget_exhausted)
+      .def_readonly("elapsed_s", &fb::SampleRun::elapsed_s);
+  py::class_<Sampler>(m, "Sampler", "A timed target driven by the native loop.")
+      .def_static("calls", &Sampler::calls, py::arg("fn"), py::arg("args"), py::arg("kwargs"),
+                  py::arg("clock"), "Time fn(*args, **kwargs) through vectorcall.")
+      .def_static("inner", &Sampler::inner, py::arg("fn"), py::arg("clock"),
+                  "Time fn(loops), which returns elapsed ticks of its own loop.")
+      .def_static("empty", &Sampler::empty, py::arg("clock"), "Time the empty native loop.")
+      .def("calibrate", &Sampler::calibrate, py::arg("min_time_s"),
+           py::arg("max_loops") = std::uint64_t{1} << 40, "Find loops per sample.")
+      .def("run", &Sampler::run, py::arg("loops"), py::arg("samples"),
+           py::arg("max_time_s") = 0.0, "Take samples; checks signals between them.")
+      .def_property_readonly("clock", &Sampler::clock, "Name of the clock used.");
+
+  m.def("spin", &fb::spin_ns, py::arg("ns"), py::call_guard<py::gil_scoped_release>(),
+        "Busy-wait for ns nanoseconds with the GIL released.");
+  m.def("spin_duration_ns", &fb::spin_duration_ns, py::arg("ns"), py::arg("reps") = 1000,
+        py::call_guard<py::gil_scoped_release>(), "True duration of a spin, timed natively.");
+  m.def("make_spin", &make_spin, py::arg("ns"),
+        "A native callable that busy-waits ns nanoseconds per call.");
+  m.attr("noop") = make_noop();
+}

@@ -1,0 +1,28 @@
+// cpu.hpp — what the processor offers, read once from CPUID (x86) at run time.
+// Owns feature detection only; kernels and clocks decide what to do with it.
+// No Python here, and no platform #if outside cpu.cpp.
+#pragma once
+
+#include <string>
+
+namespace fastbench {
+
+struct CpuFeatures {
+  bool x86 = false;            // compiled for and running on x86-64
+  std::string vendor;          // CPUID leaf 0 vendor string, "" off x86
+  std::string brand;           // CPUID 0x80000002..4 brand string, "" off x86
+  bool sse2 = false;
+  bool sse4_2 = false;
+  bool avx = false;            // includes OS support for the YMM state (XGETBV)
+  bool avx2 = false;
+  bool fma = false;
+  bool avx512f = false;
+  bool rdtscp = false;         // CPUID 0x80000001 EDX[27]
+  bool invariant_tsc = false;  // CPUID 0x80000007 EDX[8]: constant rate, runs in all C-states
+  bool hypervisor = false;     // CPUID 1 ECX[31]: running under a hypervisor
+};
+
+// Detected once and cached; safe to call from any thread.
+const CpuFeatures& cpu_features();
+
+}  // namespace fastbench
