@@ -1,0 +1,47 @@
+"""Shared helpers of the benchmark scripts: the anchors (stdlib timeit, pyperf) run in-process.
+
+Each returns per-call times in ns for the same callable so that scripts can print
+fastbench against them side by side. Not collected by pytest.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import statistics
+import timeit as _timeit
+from typing import Any, Callable
+
+_runner: Any = None  # pyperf allows one Runner per process
+
+
+def timeit_per_call_ns(fn: Callable[[], Any], repeat: int = 15) -> tuple[float, float]:
+    """(best, median) per-call ns as `python -m timeit` measures: autorange, then repeat."""
+    timer = _timeit.Timer(fn)
+    loops, _ = timer.autorange()
+    per_call = [t / loops * 1e9 for t in timer.repeat(repeat=repeat, number=loops)]
+    return min(per_call), statistics.median(per_call)
+
+
+def pyperf_per_call_ns(fn: Callable[[], Any], loops: int, values: int = 15) -> float | None:
+    """Median per-call ns from pyperf's worker loop run in this process, or None."""
+    try:
+        import pyperf
+    except ImportError:
+        return None
+    global _runner
+    if _runner is None:
+        _runner = pyperf.Runner()
+        _runner.parse_args(["--worker", "-l", str(loops), "-n", str(values), "-w", "1", "--quiet"])
+    _runner.args.loops = loops  # arguments parse once per process; loops vary per workload
+    with contextlib.redirect_stdout(io.StringIO()):  # the worker prints its own summary
+        bench = _runner.bench_func(f"anchor-{id(fn)}-{loops}", fn)
+    return float(statistics.median(bench.get_values())) * 1e9
+
+
+def pyperf_note() -> str:
+    try:
+        import pyperf
+    except ImportError:
+        return "pyperf not installed (pip install pyperf): its column is skipped"
+    return f"pyperf {pyperf.__version__} worker loop, in this process"
