@@ -313,12 +313,12 @@ _NATIVE_TYPES = (
 
 def _python_noop(nargs: int, kwnames: tuple[str, ...]) -> Callable[..., None]:
     """A Python function that does nothing, taking exactly these arguments."""
-    params = [f"a{i}" for i in range(nargs)]
-    if kwnames and all(k.isidentifier() and not keyword.iskeyword(k) for k in kwnames):
-        names = [k for k in kwnames if k not in params]
-        params += ["*"] + [f"{k}=None" for k in names]
+    params = [f"_p{i}" for i in range(nargs)]
+    plain = all(k.isidentifier() and not keyword.iskeyword(k) and k not in params for k in kwnames)
+    if kwnames and plain:
+        params += ["*", *(f"{k}=None" for k in kwnames)]
     elif kwnames:
-        params.append("**kwargs")
+        params.append("**kwargs")  # names a def cannot spell: accept them all
     namespace: dict[str, Any] = {}
     exec(f"def noop({', '.join(params)}):\n    return None\n", namespace)  # noqa: S102
     noop: Callable[..., None] = namespace["noop"]
