@@ -141,9 +141,7 @@ PyMethodDef noop_def = {"noop", as_cfunction(noop_call), METH_FASTCALL | METH_KE
 int noop_token = 0;
 
 py::object make_spin(double ns) {
-  if (!(ns >= 0.0) || ns > 1e12) {
-    throw std::invalid_argument("[make_spin] ns must be in [0, 1e12], got " + std::to_string(ns));
-  }
+  fb::check_spin_ns("make_spin", ns);
   const fb::ClockId id = fb::tsc_usable() ? fb::ClockId::Tsc : fb::ClockId::Steady;
   auto* st = new SpinState{id, fb::ns_to_ticks(id, ns)};
   PyObject* cap = PyCapsule_New(st, nullptr, [](PyObject* c) {

@@ -188,8 +188,13 @@ double ticks_to_ns(ClockId id, double ticks) {
 }
 
 std::uint64_t ns_to_ticks(ClockId id, double ns) {
-  if (id == ClockId::Steady) return static_cast<std::uint64_t>(std::llround(ns));
-  return static_cast<std::uint64_t>(std::llround(ns * tsc_calibration().hz * 1e-9));
+  const double ticks = id == ClockId::Steady ? ns : ns * tsc_calibration().hz * 1e-9;
+  // 2^63: beyond it the conversion to an integer is undefined behaviour.
+  if (!std::isfinite(ticks) || ticks < 0.0 || ticks >= 9.2e18) {
+    throw std::invalid_argument("[ns_to_ticks] duration must be finite, >= 0 and below 2^63 "
+                                "ticks, got " + std::to_string(ns) + " ns");
+  }
+  return static_cast<std::uint64_t>(std::llround(ticks));
 }
 
 double read_cost_ns(const std::string& kind, std::uint64_t reps) {
@@ -242,10 +247,15 @@ void spin_ticks(ClockId id, std::uint64_t ticks) noexcept {
   }
 }
 
-void spin_ns(double ns) {
-  if (!std::isfinite(ns) || ns < 0.0) {
-    throw std::invalid_argument("[spin_ns] ns must be finite and >= 0, got " + std::to_string(ns));
+void check_spin_ns(const char* who, double ns) {
+  if (!(ns >= 0.0 && ns <= kMaxSpinNs)) {  // also rejects NaN
+    throw std::invalid_argument(std::string("[") + who + "] ns must be in [0, 1e12], got " +
+                                std::to_string(ns));
   }
+}
+
+void spin_ns(double ns) {
+  check_spin_ns("spin_ns", ns);
   const ClockId id = tsc_usable() ? ClockId::Tsc : ClockId::Steady;
   spin_ticks(id, ns_to_ticks(id, ns));
 }

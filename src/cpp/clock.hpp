@@ -112,8 +112,9 @@ struct AutoClock {
 bool tsc_usable();
 
 // Calibrates the TSC against steady_clock over `windows` busy-waits of `window_s` each.
-// Throws std::invalid_argument for windows < 3 or a non-finite/non-positive window, and
-// std::runtime_error when the TSC is not usable.
+// Works on any x86 TSC with rdtscp, invariant or not (so a non-invariant one can still be
+// reported). Throws std::invalid_argument for windows < 3 or a window outside (0, 10] s,
+// and std::runtime_error without an x86 TSC with rdtscp.
 TscCalibration calibrate_tsc(int windows, double window_s);
 
 // The process-wide calibration (7 windows of 10 ms), done on first use.
@@ -125,19 +126,24 @@ const ClockInfo& clock_info(ClockId id);
 // Which clock "auto" means on this machine, and why.
 AutoClock auto_clock();
 
+// Longest duration the spin helpers accept: 1e12 ns (about 17 minutes).
+constexpr double kMaxSpinNs = 1e12;
+
 double ticks_to_ns(ClockId id, double ticks);
+// Throws std::invalid_argument for a negative, non-finite or out-of-range duration.
 std::uint64_t ns_to_ticks(ClockId id, double ns);
 
 // Cost in ns of one read of a given kind, median of batches of `reps` reads timed by
 // steady_clock. Kinds: "rdtsc", "lfence_rdtsc", "rdtscp", "rdtscp_lfence", "tsc_pair",
-// "steady", "steady_pair". Throws std::invalid_argument for an unknown kind or a kind that
-// needs the TSC where it is not usable.
+// "steady", "steady_pair". Throws std::invalid_argument for an unknown kind or a TSC kind
+// without an x86 TSC with rdtscp.
 double read_cost_ns(const std::string& kind, std::uint64_t reps);
 
 // Busy-waits for `ns` nanoseconds on the best clock (tsc when usable), for tests and
-// benchmarks that need work of known duration. Throws std::invalid_argument for ns < 0
-// or non-finite.
+// benchmarks that need work of known duration. Throws std::invalid_argument for ns
+// outside [0, kMaxSpinNs] (a huge spin would hold the thread beyond Ctrl-C's reach).
 void spin_ns(double ns);
+void check_spin_ns(const char* who, double ns);  // the validation spin_ns applies
 void spin_ticks(ClockId id, std::uint64_t ticks) noexcept;
 
 ClockId parse_clock(const std::string& name);  // "steady" | "tsc"; invalid_argument else

@@ -71,10 +71,7 @@ SampleRun run_samples(const SampleFn& sample, ClockId clock, std::uint64_t loops
 namespace fastbench {
 
 double spin_duration_ns(double ns, std::uint64_t reps) {
-  if (!std::isfinite(ns) || ns < 0.0) {
-    throw std::invalid_argument("[spin_duration_ns] ns must be finite and >= 0, got " +
-                                std::to_string(ns));
-  }
+  check_spin_ns("spin_duration_ns", ns);
   if (reps == 0) throw std::invalid_argument("[spin_duration_ns] reps must be >= 1, got 0");
   const ClockId id = tsc_usable() ? ClockId::Tsc : ClockId::Steady;
   const std::uint64_t ticks = ns_to_ticks(id, ns);
