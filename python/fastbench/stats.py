@@ -60,8 +60,11 @@ def median_ci(samples: Any, confidence: float = 0.95) -> tuple[float, float] | N
     x = np.sort(as_samples(samples))
     n = x.size
     alpha = 1.0 - confidence
+    # The largest k with P(B <= k-1) <= alpha/2. ppf gives the smallest k with
+    # P(B <= k) >= alpha/2; when that holds with equality, k+1 still qualifies.
     k = int(_sps.binom.ppf(alpha / 2.0, n, 0.5))
+    if _sps.binom.cdf(k, n, 0.5) <= alpha / 2.0:
+        k += 1
     if k < 1:
         return None
-    # ppf gives the smallest k with P(B <= k) >= alpha/2, so P(B <= k-1) < alpha/2.
     return float(x[k - 1]), float(x[n - k])

@@ -14,6 +14,8 @@ def format_ns(ns: float, digits: int = 4) -> str:
     """
     if not math.isfinite(ns):
         return f"{ns} ns"
+    if ns != 0:
+        ns = float(f"{ns:.{digits - 1}e}")  # round first, so 999.96 ns becomes 1.000 µs
     for scale, unit in _TIME_UNITS:
         if abs(ns) >= scale:
             return f"{_significant(ns / scale, digits)} {unit}"

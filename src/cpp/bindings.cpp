@@ -53,14 +53,16 @@ class Sampler {
     for (py::handle a : args) body.slots.push_back(a.ptr());
     body.nargsf = args.size() | PY_VECTORCALL_ARGUMENTS_OFFSET;
     if (!kwargs.empty()) {
-      py::list names;
+      // Own the names and values: the caller may mutate or drop its dict afterwards.
+      py::list names, values;
       for (auto item : kwargs) {
         names.append(item.first);
-        body.slots.push_back(item.second.ptr());
+        values.append(item.second);
       }
-      py::tuple kwnames(names);
+      py::tuple kwnames(names), kwvalues(values);
+      for (py::handle v : kwvalues) body.slots.push_back(v.ptr());
       body.kwnames = kwnames.ptr();
-      s.keep_ = py::make_tuple(s.keep_, kwnames);
+      s.keep_ = py::make_tuple(s.keep_, kwnames, kwvalues);
     }
     s.sample_ = fb::make_sample_fn(s.clock_, body);
     return s;
