@@ -16,9 +16,12 @@ except ImportError as exc:  # pragma: no cover - exercised only on a broken inst
         "for development) from the source tree; this needs a C++17 compiler and CMake."
     ) from exc
 
+from . import results, stats
 from .clocks import ClockSpec, ClockTable, clocks
 from .errors import ClockUnavailable, FastbenchError
-from .timing import Measurement, Timer, measure, timeit
+from .measurement import Measurement
+from .results import ResultsFileError, load, load_any, save
+from .timing import Timer, measure, timeit
 
 __all__ = [
     "ClockSpec",
@@ -26,9 +29,15 @@ __all__ = [
     "ClockUnavailable",
     "FastbenchError",
     "Measurement",
+    "ResultsFileError",
     "Timer",
     "__version__",
     "clocks",
+    "load",
+    "load_any",
     "measure",
+    "results",
+    "save",
+    "stats",
     "timeit",
 ]

@@ -1,8 +1,9 @@
 """Timing a callable, a block or a statement with the native loop: measure, Timer, timeit.
 
-Owns argument checking, the order of a run (calibrate, warm up, floors, samples) and the
-Measurement record. The loop itself, the clocks and the loops-per-sample search are native
-(fastbench._core); nothing here times anything with a Python clock.
+Owns argument checking and the order of a run (calibrate, warm up, floors, samples, and
+more samples while a precision target is unmet). The loop itself, the clocks and the
+loops-per-sample search are native (fastbench._core); nothing here times anything with a
+Python clock. fastbench.compare drives the same targets, interleaved.
 """
 
 from __future__ import annotations
@@ -13,191 +14,24 @@ import keyword
 import math
 import textwrap
 import types
-from dataclasses import dataclass, field
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator, Mapping
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Iterator
 
 import numpy as np
 from numpy.typing import NDArray
 
 from . import _core
 from .clocks import resolve_clock
+from .measurement import Measurement, measurement_warnings, relative_half_width
 from .stats import median_ci
-from .units import format_ns
+
+__all__ = ["Measurement", "Timer", "measure", "timeit"]
 
 # Samples taken of each floor (empty native loop, no-op call) at the measured loops count.
 _FLOOR_SAMPLES = 9
-_PERCENTILES = (5, 25, 50, 75, 95, 99)
-
-
-@dataclass(frozen=True, eq=False)
-class Measurement:
-    """The result of timing one callable: raw samples and everything needed to read them.
-
-    Attributes
-    ----------
-    samples_ns : ndarray of float64
-        Per-call time of each counted sample in ns (sample duration / ``loops``).
-    loops : int
-        Calls per sample.
-    warmup_samples_ns : ndarray of float64
-        Per-call times of the warmup samples, kept apart and never summarised.
-    clock : str
-        Clock used: "tsc" or "steady".
-    overhead_ns, overhead_mad_ns : float
-        The native loop's own cost per iteration (empty body, same loops; includes the
-        clock pair spread over the loops), median and median absolute deviation.
-    call_floor_ns, call_floor_mad_ns : float
-        Per-call time of a no-op called the same way (same loop, same arguments), median
-        and MAD. ``net_median_ns`` subtracts it.
-    call_floor_kind : str
-        "python" (a Python no-op with the same parameters) or "native" (a C no-op, for
-        built-in callables) or "statement" (``pass`` in the same inner loop, for timeit).
-    name : str
-        A label for reports.
-    calibration_trials : int
-        Samples spent choosing ``loops`` (0 when ``loops`` was given).
-    budget_exhausted : bool
-        True when ``max_time_s`` ended the run before ``repeat`` samples.
-    elapsed_s : float
-        Wall time of the counted samples.
-    """
-
-    samples_ns: NDArray[np.float64]
-    loops: int
-    warmup_samples_ns: NDArray[np.float64]
-    clock: str
-    overhead_ns: float
-    overhead_mad_ns: float
-    call_floor_ns: float
-    call_floor_mad_ns: float
-    call_floor_kind: str = "python"
-    name: str = ""
-    calibration_trials: int = 0
-    budget_exhausted: bool = False
-    elapsed_s: float = 0.0
-    _cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
-
-    # -- summary figures ------------------------------------------------------------------
-    @property
-    def n(self) -> int:
-        """Number of counted samples."""
-        return int(self.samples_ns.size)
-
-    @property
-    def min_ns(self) -> float:
-        return float(self.samples_ns.min())
-
-    @property
-    def max_ns(self) -> float:
-        return float(self.samples_ns.max())
-
-    @property
-    def median_ns(self) -> float:
-        """Median per-call time, raw: what timeit would call the time."""
-        return float(np.median(self.samples_ns))
-
-    @property
-    def mean_ns(self) -> float:
-        return float(self.samples_ns.mean())
-
-    @property
-    def stdev_ns(self) -> float:
-        """Sample standard deviation (ddof=1); 0.0 with a single sample."""
-        return float(self.samples_ns.std(ddof=1)) if self.n > 1 else 0.0
-
-    @property
-    def net_median_ns(self) -> float:
-        """Median per-call time minus the call floor: the cost of the body alone."""
-        return self.median_ns - self.call_floor_ns
-
-    @property
-    def percentiles_ns(self) -> dict[str, float]:
-        """p5, p25, p50, p75, p95 and p99 of the per-call times (linear interpolation)."""
-        values = np.percentile(self.samples_ns, _PERCENTILES)
-        return {f"p{q}": float(v) for q, v in zip(_PERCENTILES, values)}
-
-    def percentile_ns(self, q: float) -> float:
-        """The ``q``-th percentile (0..100) of the per-call times."""
-        if not 0.0 <= q <= 100.0:
-            raise ValueError(f"q must be in [0, 100], got {q!r}")
-        return float(np.percentile(self.samples_ns, q))
-
-    @property
-    def median_ci_ns(self) -> tuple[float, float] | None:
-        """Distribution-free 95% CI of the median; None below 6 samples."""
-        if "median_ci" not in self._cache:
-            self._cache["median_ci"] = median_ci(self.samples_ns, 0.95)
-        ci: tuple[float, float] | None = self._cache["median_ci"]
-        return ci
-
-    @property
-    def rel_ci(self) -> float | None:
-        """Half-width of the median's 95% CI relative to the median, or None."""
-        ci = self.median_ci_ns
-        if ci is None or self.median_ns == 0:
-            return None
-        return (ci[1] - ci[0]) / 2.0 / abs(self.median_ns)
-
-    # -- conversion -----------------------------------------------------------------------
-    def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready data; ``Measurement.from_dict`` restores it exactly."""
-        return {
-            "name": self.name,
-            "samples_ns": [float(x) for x in self.samples_ns],
-            "loops": self.loops,
-            "warmup_samples_ns": [float(x) for x in self.warmup_samples_ns],
-            "clock": self.clock,
-            "overhead_ns": self.overhead_ns,
-            "overhead_mad_ns": self.overhead_mad_ns,
-            "call_floor_ns": self.call_floor_ns,
-            "call_floor_mad_ns": self.call_floor_mad_ns,
-            "call_floor_kind": self.call_floor_kind,
-            "calibration_trials": self.calibration_trials,
-            "budget_exhausted": self.budget_exhausted,
-            "elapsed_s": self.elapsed_s,
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Measurement:
-        """Rebuild a Measurement from ``to_dict`` output.
-
-        Raises
-        ------
-        ValueError
-            If a required key is missing or the samples are empty or not finite.
-        """
-        required = ("samples_ns", "loops", "clock", "overhead_ns", "call_floor_ns")
-        missing = [k for k in required if k not in data]
-        if missing:
-            raise ValueError(f"Measurement data lacks {', '.join(missing)}")
-        samples = np.asarray(data["samples_ns"], dtype=np.float64)
-        if samples.ndim != 1 or samples.size == 0 or not np.all(np.isfinite(samples)):
-            raise ValueError("Measurement samples_ns must be a non-empty list of finite numbers")
-        return cls(
-            samples_ns=samples,
-            loops=int(data["loops"]),
-            warmup_samples_ns=np.asarray(data.get("warmup_samples_ns", []), dtype=np.float64),
-            clock=str(data["clock"]),
-            overhead_ns=float(data["overhead_ns"]),
-            overhead_mad_ns=float(data.get("overhead_mad_ns", 0.0)),
-            call_floor_ns=float(data["call_floor_ns"]),
-            call_floor_mad_ns=float(data.get("call_floor_mad_ns", 0.0)),
-            call_floor_kind=str(data.get("call_floor_kind", "python")),
-            name=str(data.get("name", "")),
-            calibration_trials=int(data.get("calibration_trials", 0)),
-            budget_exhausted=bool(data.get("budget_exhausted", False)),
-            elapsed_s=float(data.get("elapsed_s", 0.0)),
-        )
-
-    def __str__(self) -> str:
-        rel = self.rel_ci
-        spread = f"± {rel * 100:.1f}%" if rel is not None else "± n/a"
-        what = "sample" if self.n == 1 else "samples"
-        return (
-            f"{format_ns(self.median_ns)} {spread} (median of {self.n} {what} × "
-            f"{self.loops:,} loops, {self.clock} clock)"
-        )
+# With a precision target and no budget, sampling stops after this long all the same.
+DEFAULT_ADAPTIVE_BUDGET_S = 10.0
 
 
 # -- argument checks ------------------------------------------------------------------------
@@ -218,8 +52,19 @@ def _check_seconds(name: str, value: object) -> float:
     return seconds
 
 
+def _check_fraction(name: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating)):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__}")
+    fraction = float(value)
+    if not 0.0 < fraction < 1.0:
+        raise ValueError(f"{name} must be in (0, 1) (e.g. 0.01 for ±1%), got {value!r}")
+    return fraction
+
+
 @dataclass(frozen=True)
-class _RunConfig:
+class RunConfig:
+    """Validated settings of a run (see :func:`measure` for their meaning)."""
+
     warmup: int
     min_time_s: float
     repeat: int
@@ -227,9 +72,10 @@ class _RunConfig:
     clock: str
     disable_gc: bool
     max_time_s: float | None
+    target_rel_ci: float | None = None
 
 
-def _config(
+def run_config(
     warmup: object,
     min_time_s: object,
     repeat: object,
@@ -237,8 +83,10 @@ def _config(
     clock: object,
     disable_gc: object,
     max_time_s: object,
-) -> _RunConfig:
-    return _RunConfig(
+    target_rel_ci: object = None,
+) -> RunConfig:
+    """Check every setting of a run, raising TypeError/ValueError with the reason."""
+    return RunConfig(
         warmup=_check_count("warmup", warmup, 0),
         min_time_s=_check_seconds("min_time_s", min_time_s),
         repeat=_check_count("repeat", repeat, 1),
@@ -246,11 +94,12 @@ def _config(
         clock=resolve_clock(clock),  # type: ignore[arg-type]  # checked inside
         disable_gc=bool(disable_gc),
         max_time_s=None if max_time_s is None else _check_seconds("max_time_s", max_time_s),
+        target_rel_ci=None if target_rel_ci is None else _check_fraction("target_rel_ci", target_rel_ci),
     )
 
 
 @contextmanager
-def _gc_paused(pause: bool) -> Iterator[None]:
+def gc_paused(pause: bool) -> Iterator[None]:
     """Disable the cyclic GC for the block if asked, restoring its previous state."""
     was_enabled = gc.isenabled()
     if pause:
@@ -267,37 +116,93 @@ def _median_mad(values: NDArray[np.float64]) -> tuple[float, float]:
     return med, float(np.median(np.abs(values - med)))
 
 
-def _run(
-    sampler: _core.Sampler, floor: _core.Sampler, cfg: _RunConfig, floor_kind: str, name: str
-) -> Measurement:
-    """Calibrate, warm up, measure both floors, then take the counted samples."""
-    with _gc_paused(cfg.disable_gc):
-        trials = 0
-        loops = cfg.loops
-        if loops is None:
-            cal = sampler.calibrate(cfg.min_time_s)
-            loops, trials = int(cal.loops), int(cal.trials)
-        warm = sampler.run(loops, cfg.warmup).sample_ns if cfg.warmup else []
-        empty = _core.Sampler.empty(cfg.clock).run(loops, _FLOOR_SAMPLES).sample_ns
-        noop = floor.run(loops, _FLOOR_SAMPLES).sample_ns
-        run = sampler.run(loops, cfg.repeat, cfg.max_time_s or 0.0)
-    overhead, overhead_mad = _median_mad(np.asarray(empty, dtype=np.float64) / loops)
-    call_floor, call_floor_mad = _median_mad(np.asarray(noop, dtype=np.float64) / loops)
-    return Measurement(
-        samples_ns=np.asarray(run.sample_ns, dtype=np.float64) / loops,
-        loops=loops,
-        warmup_samples_ns=np.asarray(warm, dtype=np.float64) / loops,
-        clock=cfg.clock,
-        overhead_ns=overhead,
-        overhead_mad_ns=overhead_mad,
-        call_floor_ns=call_floor,
-        call_floor_mad_ns=call_floor_mad,
-        call_floor_kind=floor_kind,
-        name=name,
-        calibration_trials=trials,
-        budget_exhausted=bool(run.budget_exhausted),
-        elapsed_s=float(run.elapsed_s),
-    )
+# -- targets --------------------------------------------------------------------------------
+class Target:
+    """One timed thing: its native sampler, a no-op sampler for its call floor, its clock.
+
+    The steps of a run are methods so that :func:`measure` runs them in a row and
+    ``fastbench.compare`` interleaves the sampling of several targets.
+    """
+
+    def __init__(self, sampler: _core.Sampler, floor: _core.Sampler, clock: str,
+                 floor_kind: str, name: str) -> None:
+        self.sampler = sampler
+        self.floor = floor
+        self.clock = clock
+        self.floor_kind = floor_kind
+        self.name = name
+        self.loops = 0
+        self.calibration_trials = 0
+        self.warmup_ns: NDArray[np.float64] = np.empty(0)
+        self.floors: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 0.0)
+
+    def prepare(self, cfg: RunConfig) -> None:
+        """Choose loops (unless fixed), run the warmup samples, measure both floors."""
+        if cfg.loops is None:
+            cal = self.sampler.calibrate(cfg.min_time_s)
+            self.loops, self.calibration_trials = int(cal.loops), int(cal.trials)
+        else:
+            self.loops, self.calibration_trials = cfg.loops, 0
+        warm = self.sampler.run(self.loops, cfg.warmup).sample_ns if cfg.warmup else []
+        self.warmup_ns = np.asarray(warm, dtype=np.float64) / self.loops
+        empty = _core.Sampler.empty(self.clock).run(self.loops, _FLOOR_SAMPLES).sample_ns
+        noop = self.floor.run(self.loops, _FLOOR_SAMPLES).sample_ns
+        self.floors = (*_median_mad(np.asarray(empty, dtype=np.float64) / self.loops),
+                       *_median_mad(np.asarray(noop, dtype=np.float64) / self.loops))
+
+    def sample(self, n: int, max_time_s: float = 0.0) -> tuple[list[float], bool, float]:
+        """Take up to ``n`` samples: (per-call ns each, budget ran out, elapsed s)."""
+        run = self.sampler.run(self.loops, n, max_time_s)
+        return [x / self.loops for x in run.sample_ns], bool(run.budget_exhausted), float(run.elapsed_s)
+
+    def measurement(self, samples_ns: list[float], elapsed_s: float, stop_reason: str,
+                    cfg: RunConfig) -> Measurement:
+        """The Measurement of this target's samples, with its warnings."""
+        overhead, overhead_mad, floor, floor_mad = self.floors
+        m = Measurement(
+            samples_ns=np.asarray(samples_ns, dtype=np.float64),
+            loops=self.loops,
+            warmup_samples_ns=self.warmup_ns,
+            clock=self.clock,
+            overhead_ns=overhead,
+            overhead_mad_ns=overhead_mad,
+            call_floor_ns=floor,
+            call_floor_mad_ns=floor_mad,
+            call_floor_kind=self.floor_kind,
+            name=self.name,
+            calibration_trials=self.calibration_trials,
+            elapsed_s=elapsed_s,
+            target_rel_ci=cfg.target_rel_ci,
+            stop_reason=stop_reason,
+        )
+        return replace(m, warnings=measurement_warnings(m, _core.auto_clock()[1]))
+
+
+def _collect(target: Target, cfg: RunConfig) -> Measurement:
+    """Counted samples: ``repeat`` of them, then more while the precision target is unmet."""
+    samples, exhausted, elapsed = target.sample(cfg.repeat, cfg.max_time_s or 0.0)
+    if cfg.target_rel_ci is None:
+        return target.measurement(samples, elapsed, "max_time_s" if exhausted else "repeat", cfg)
+    budget = cfg.max_time_s or DEFAULT_ADAPTIVE_BUDGET_S
+    while True:
+        rel = relative_half_width(median_ci(samples), float(np.median(samples)))
+        if rel is not None and rel <= cfg.target_rel_ci:
+            return target.measurement(samples, elapsed, "target_rel_ci", cfg)
+        remaining = budget - elapsed
+        if remaining <= 0.0:
+            return target.measurement(samples, elapsed, "max_time_s", cfg)
+        # Grow by a quarter at a time: the CI narrows as 1/sqrt(n), so this converges in a
+        # handful of rounds without overshooting the target by much.
+        more, _, spent = target.sample(max(5, len(samples) // 4), remaining)
+        samples += more
+        elapsed += spent
+
+
+def run_target(target: Target, cfg: RunConfig) -> Measurement:
+    """Prepare ``target`` and collect its samples with the GC paused as configured."""
+    with gc_paused(cfg.disable_gc):
+        target.prepare(cfg)
+        return _collect(target, cfg)
 
 
 # -- the call floor -------------------------------------------------------------------------
@@ -335,6 +240,28 @@ def _label(fn: Callable[..., Any]) -> str:
     return str(getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or repr(fn))
 
 
+def callable_target(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
+                    clock: str, name: str | None = None) -> Target:
+    """A Target calling ``fn(*args, **kwargs)`` through vectorcall, with its call floor."""
+    if not callable(fn):
+        raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+    floor_fn, floor_kind = _call_floor(fn, len(args), tuple(kwargs))
+    return Target(
+        _core.Sampler.calls(fn, args, kwargs, clock),
+        _core.Sampler.calls(floor_fn, args, kwargs, clock),
+        clock, floor_kind, _label(fn) if name is None else name,
+    )
+
+
+def statement_target(stmt: str, setup: str, glob: dict[str, Any], clock: str,
+                     name: str | None = None) -> Target:
+    """A Target running ``stmt`` in a compiled inner loop; its floor is ``pass`` there."""
+    inner = _compile_inner(stmt, setup, glob, clock)
+    floor = _compile_inner("pass", setup, glob, clock)
+    return Target(_core.Sampler.inner(inner, clock), _core.Sampler.inner(floor, clock),
+                  clock, "statement", stmt if name is None else name)
+
+
 def measure(
     fn: Callable[..., Any],
     /,
@@ -346,6 +273,7 @@ def measure(
     clock: str = "auto",
     disable_gc: bool = True,
     max_time_s: float | None = None,
+    target_rel_ci: float | None = None,
     name: str | None = None,
     **kwargs: Any,
 ) -> Measurement:
@@ -366,7 +294,7 @@ def measure(
         least 1000 clock-resolution steps). Search: start at 1 loop, scale by the predicted
         ratio (x2..x100 per trial); usually two or three trials.
     repeat : int
-        Counted samples.
+        Counted samples (the minimum, when ``target_rel_ci`` is given).
     loops : int, optional
         Fixed calls per sample; skips the search.
     clock : {"auto", "tsc", "steady"}
@@ -374,21 +302,28 @@ def measure(
     disable_gc : bool
         Pause the cyclic garbage collector during the run (restored afterwards).
     max_time_s : float, optional
-        Time budget for the counted samples; the run stops early when it is spent
-        (``budget_exhausted``). At least one sample is always taken.
+        Time budget in seconds for the counted samples; sampling stops when it is spent
+        (``stop_reason == "max_time_s"``). At least one sample is always taken.
+    target_rel_ci : float, optional
+        Keep sampling until the 95% CI of the median is within ``±target_rel_ci`` of the
+        median (e.g. 0.01 for ±1%; ``stop_reason == "target_rel_ci"``) or the budget ends
+        (``max_time_s``, 10 s when not given). Batches grow by a quarter of the samples so far.
     name : str, optional
         Label for reports; defaults to the callable's qualified name.
 
     Returns
     -------
     Measurement
+        With ``summary`` and ``warnings`` (high variation, few samples, bimodal, drift,
+        clock fallback, unmet precision target).
 
     Raises
     ------
     TypeError
         ``fn`` is not callable, or a count or duration has the wrong type.
     ValueError
-        A count below its minimum, a non-finite or non-positive duration, an unknown clock.
+        A count below its minimum, a non-finite or non-positive duration, a target outside
+        (0, 1), an unknown clock.
     ClockUnavailable
         The requested clock cannot be used here.
     KeyboardInterrupt
@@ -398,11 +333,8 @@ def measure(
     """
     if not callable(fn):
         raise TypeError(f"fn must be callable, got {type(fn).__name__}")
-    cfg = _config(warmup, min_time_s, repeat, loops, clock, disable_gc, max_time_s)
-    floor_fn, floor_kind = _call_floor(fn, len(args), tuple(kwargs))
-    sampler = _core.Sampler.calls(fn, tuple(args), dict(kwargs), cfg.clock)
-    floor = _core.Sampler.calls(floor_fn, tuple(args), dict(kwargs), cfg.clock)
-    return _run(sampler, floor, cfg, floor_kind, _label(fn) if name is None else name)
+    cfg = run_config(warmup, min_time_s, repeat, loops, clock, disable_gc, max_time_s, target_rel_ci)
+    return run_target(callable_target(fn, tuple(args), dict(kwargs), cfg.clock, name), cfg)
 
 
 # -- statements -----------------------------------------------------------------------------
@@ -450,6 +382,7 @@ def timeit(
     clock: str = "auto",
     disable_gc: bool = True,
     max_time_s: float | None = None,
+    target_rel_ci: float | None = None,
 ) -> Measurement:
     """Time a statement string like :func:`timeit.timeit`, with fastbench's clocks and stats.
 
@@ -467,18 +400,11 @@ def timeit(
         return measure(
             stmt, warmup=warmup, min_time_s=min_time_s, repeat=repeat, loops=loops,
             clock=clock, disable_gc=disable_gc, max_time_s=max_time_s,
+            target_rel_ci=target_rel_ci,
         )
-    cfg = _config(warmup, min_time_s, repeat, loops, clock, disable_gc, max_time_s)
+    cfg = run_config(warmup, min_time_s, repeat, loops, clock, disable_gc, max_time_s, target_rel_ci)
     glob = {} if globals is None else globals
-    inner = _compile_inner(stmt, setup, glob, cfg.clock)
-    floor = _compile_inner("pass", setup, glob, cfg.clock)
-    return _run(
-        _core.Sampler.inner(inner, cfg.clock),
-        _core.Sampler.inner(floor, cfg.clock),
-        cfg,
-        "statement",
-        stmt if isinstance(stmt, str) else _label(stmt),
-    )
+    return run_target(statement_target(stmt, setup, glob, cfg.clock), cfg)
 
 
 class Timer:

@@ -1,0 +1,255 @@
+"""The Measurement record: raw samples of one timed target and everything needed to read them.
+
+Owns the record, its summary figures, its warnings and its plain-data form. Nothing here
+measures; fastbench.timing produces Measurements, reports and results files consume them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+import numpy as np
+from numpy.typing import NDArray
+
+from .stats import Summary, median_ci, summarize
+from .units import format_ns
+
+_PERCENTILES = (5, 25, 50, 75, 95, 99)
+
+# Why sampling stopped: all `repeat` samples taken, the `target_rel_ci` reached, or the
+# `max_time_s` budget spent first.
+STOP_REASONS = ("repeat", "target_rel_ci", "max_time_s")
+
+
+@dataclass(frozen=True, eq=False)
+class Measurement:
+    """The result of timing one callable or statement.
+
+    Attributes
+    ----------
+    samples_ns : ndarray of float64
+        Per-call time of each counted sample in ns (sample duration / ``loops``), in the
+        order taken.
+    loops : int
+        Calls per sample.
+    warmup_samples_ns : ndarray of float64
+        Per-call times of the warmup samples, kept apart and never summarised.
+    clock : str
+        Clock used: "tsc" or "steady" (or the foreign tool's clock for imported results).
+    overhead_ns, overhead_mad_ns : float
+        The native loop's own cost per iteration (empty body, same loops; includes the
+        clock pair spread over the loops): median and median absolute deviation.
+    call_floor_ns, call_floor_mad_ns : float
+        Per-call time of a no-op called the same way (same loop, same arguments): median
+        and MAD. ``net_median_ns`` subtracts it.
+    call_floor_kind : str
+        "python" (a Python no-op with the same parameters), "native" (a C no-op, for
+        built-in callables), "statement" (``pass`` in the same inner loop, for timeit) or
+        "unknown" (results imported from tools that measure no floor).
+    name : str
+        A label for reports.
+    calibration_trials : int
+        Samples spent choosing ``loops`` (0 when ``loops`` was given).
+    elapsed_s : float
+        Wall time of the counted samples.
+    target_rel_ci : float or None
+        The precision asked for (relative half-width of the median's 95% CI), if any.
+    stop_reason : str
+        One of STOP_REASONS: "repeat", "target_rel_ci" or "max_time_s".
+    warnings : tuple of str
+        Reasons not to trust the figure (high variation, few samples, multimodal, drift,
+        clock fallback, a result within the noise of the call floor...). Reports print them.
+    """
+
+    samples_ns: NDArray[np.float64]
+    loops: int
+    warmup_samples_ns: NDArray[np.float64]
+    clock: str
+    overhead_ns: float
+    overhead_mad_ns: float
+    call_floor_ns: float
+    call_floor_mad_ns: float
+    call_floor_kind: str = "python"
+    name: str = ""
+    calibration_trials: int = 0
+    elapsed_s: float = 0.0
+    target_rel_ci: float | None = None
+    stop_reason: str = "repeat"
+    warnings: tuple[str, ...] = ()
+    _cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    # -- summary figures ------------------------------------------------------------------
+    @property
+    def n(self) -> int:
+        """Number of counted samples."""
+        return int(self.samples_ns.size)
+
+    @property
+    def summary(self) -> Summary:
+        """``fastbench.stats.summarize`` of the per-call samples (95% confidence)."""
+        if "summary" not in self._cache:
+            self._cache["summary"] = summarize(self.samples_ns)
+        result: Summary = self._cache["summary"]
+        return result
+
+    @property
+    def min_ns(self) -> float:
+        return float(self.samples_ns.min())
+
+    @property
+    def max_ns(self) -> float:
+        return float(self.samples_ns.max())
+
+    @property
+    def median_ns(self) -> float:
+        """Median per-call time, raw: what timeit would call the time."""
+        return float(np.median(self.samples_ns))
+
+    @property
+    def mean_ns(self) -> float:
+        return float(self.samples_ns.mean())
+
+    @property
+    def stdev_ns(self) -> float:
+        """Sample standard deviation (ddof=1); 0.0 with a single sample."""
+        return float(self.samples_ns.std(ddof=1)) if self.n > 1 else 0.0
+
+    @property
+    def net_median_ns(self) -> float:
+        """Median per-call time minus the call floor: the cost of the body alone."""
+        return self.median_ns - self.call_floor_ns
+
+    @property
+    def percentiles_ns(self) -> dict[str, float]:
+        """p5, p25, p50, p75, p95 and p99 of the per-call times (linear interpolation)."""
+        values = np.percentile(self.samples_ns, _PERCENTILES)
+        return {f"p{q}": float(v) for q, v in zip(_PERCENTILES, values)}
+
+    def percentile_ns(self, q: float) -> float:
+        """The ``q``-th percentile (0..100) of the per-call times."""
+        if not 0.0 <= q <= 100.0:
+            raise ValueError(f"q must be in [0, 100], got {q!r}")
+        return float(np.percentile(self.samples_ns, q))
+
+    @property
+    def median_ci_ns(self) -> tuple[float, float] | None:
+        """Distribution-free 95% CI of the median; None below 6 samples."""
+        if "median_ci" not in self._cache:
+            self._cache["median_ci"] = median_ci(self.samples_ns, 0.95)
+        ci: tuple[float, float] | None = self._cache["median_ci"]
+        return ci
+
+    @property
+    def rel_ci(self) -> float | None:
+        """Half-width of the median's 95% CI relative to the median, or None."""
+        return relative_half_width(self.median_ci_ns, self.median_ns)
+
+    @property
+    def budget_exhausted(self) -> bool:
+        """True when ``max_time_s`` ended sampling before its goal."""
+        return self.stop_reason == "max_time_s"
+
+    # -- conversion -----------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready data; ``Measurement.from_dict`` restores it exactly."""
+        return {
+            "name": self.name,
+            "samples_ns": [float(x) for x in self.samples_ns],
+            "loops": self.loops,
+            "warmup_samples_ns": [float(x) for x in self.warmup_samples_ns],
+            "clock": self.clock,
+            "overhead_ns": self.overhead_ns,
+            "overhead_mad_ns": self.overhead_mad_ns,
+            "call_floor_ns": self.call_floor_ns,
+            "call_floor_mad_ns": self.call_floor_mad_ns,
+            "call_floor_kind": self.call_floor_kind,
+            "calibration_trials": self.calibration_trials,
+            "elapsed_s": self.elapsed_s,
+            "target_rel_ci": self.target_rel_ci,
+            "stop_reason": self.stop_reason,
+            "warnings": list(self.warnings),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Measurement:
+        """Rebuild a Measurement from ``to_dict`` output.
+
+        Raises
+        ------
+        ValueError
+            If a required key is missing, the samples are empty or not finite, or the
+            stop reason is unknown.
+        """
+        required = ("samples_ns", "loops", "clock", "overhead_ns", "call_floor_ns")
+        missing = [k for k in required if k not in data]
+        if missing:
+            raise ValueError(f"Measurement data lacks {', '.join(missing)}")
+        samples = np.asarray(data["samples_ns"], dtype=np.float64)
+        if samples.ndim != 1 or samples.size == 0 or not np.all(np.isfinite(samples)):
+            raise ValueError("Measurement samples_ns must be a non-empty list of finite numbers")
+        stop_reason = str(data.get("stop_reason", "repeat"))
+        if stop_reason not in STOP_REASONS:
+            raise ValueError(f"unknown stop_reason {stop_reason!r}; expected one of {STOP_REASONS}")
+        target = data.get("target_rel_ci")
+        return cls(
+            samples_ns=samples,
+            loops=int(data["loops"]),
+            warmup_samples_ns=np.asarray(data.get("warmup_samples_ns", []), dtype=np.float64),
+            clock=str(data["clock"]),
+            overhead_ns=float(data["overhead_ns"]),
+            overhead_mad_ns=float(data.get("overhead_mad_ns", 0.0)),
+            call_floor_ns=float(data["call_floor_ns"]),
+            call_floor_mad_ns=float(data.get("call_floor_mad_ns", 0.0)),
+            call_floor_kind=str(data.get("call_floor_kind", "python")),
+            name=str(data.get("name", "")),
+            calibration_trials=int(data.get("calibration_trials", 0)),
+            elapsed_s=float(data.get("elapsed_s", 0.0)),
+            target_rel_ci=None if target is None else float(target),
+            stop_reason=stop_reason,
+            warnings=tuple(str(w) for w in data.get("warnings", ())),
+        )
+
+    def __str__(self) -> str:
+        rel = self.rel_ci
+        spread = f"± {rel * 100:.1f}%" if rel is not None else "± n/a"
+        what = "sample" if self.n == 1 else "samples"
+        return (
+            f"{format_ns(self.median_ns)} {spread} (median of {self.n} {what} × "
+            f"{self.loops:,} loops, {self.clock} clock)"
+        )
+
+
+def relative_half_width(ci: tuple[float, float] | None, center: float) -> float | None:
+    """Half the width of ``ci`` relative to ``|center|``; None without a CI or at 0."""
+    if ci is None or center == 0:
+        return None
+    return (ci[1] - ci[0]) / 2.0 / abs(center)
+
+
+def measurement_warnings(m: Measurement, clock_reason: str = "") -> tuple[str, ...]:
+    """Every reason not to trust ``m``: its sample statistics and its context.
+
+    Parameters
+    ----------
+    m : Measurement
+    clock_reason : str
+        Why "auto" chose the clock it did; reported when that is a fallback to steady_clock.
+    """
+    found = list(m.summary.warnings)
+    if m.clock == "steady" and clock_reason.startswith("steady"):
+        found.append(f"clock fallback: {clock_reason}")
+    rel = m.rel_ci
+    if m.target_rel_ci is not None and m.stop_reason == "max_time_s":
+        got = "no CI yet" if rel is None else f"{rel * 100:.2f}%"
+        found.append(
+            f"precision target not reached: median CI ±{got} > ±{m.target_rel_ci * 100:.2f}% "
+            "when the time budget ran out"
+        )
+    noise = 3.0 * max(m.call_floor_mad_ns, 0.0)
+    if m.call_floor_kind != "unknown" and m.net_median_ns <= noise:
+        found.append(
+            f"the body costs no more than the call floor's noise (net {format_ns(m.net_median_ns)}, "
+            f"floor {format_ns(m.call_floor_ns)}): the figure is mostly call overhead"
+        )
+    return tuple(found)
