@@ -18,6 +18,7 @@ except ImportError as exc:  # pragma: no cover - exercised only on a broken inst
 
 from . import results, stats
 from .clocks import ClockSpec, ClockTable, clocks
+from .compare import Comparison, compare, compare_measurements
 from .errors import ClockUnavailable, FastbenchError
 from .measurement import Measurement
 from .results import ResultsFileError, load, load_any, save
@@ -27,12 +28,15 @@ __all__ = [
     "ClockSpec",
     "ClockTable",
     "ClockUnavailable",
+    "Comparison",
     "FastbenchError",
     "Measurement",
     "ResultsFileError",
     "Timer",
     "__version__",
     "clocks",
+    "compare",
+    "compare_measurements",
     "load",
     "load_any",
     "measure",

@@ -5,12 +5,15 @@ Returns strings or lists of lines and never prints; only the CLI prints.
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from . import _core
 from .clocks import ClockTable
-from .timing import Measurement
+from .measurement import Measurement
 from .units import format_ns
+
+if TYPE_CHECKING:
+    from .compare import Comparison
 
 _ISA = ("sse2", "sse4_2", "avx", "avx2", "fma", "avx512f")
 
@@ -75,6 +78,48 @@ def measurement_lines(m: Measurement) -> list[str]:
         f"± {format_ns(m.call_floor_mad_ns, 2)} MAD, loop {format_ns(m.overhead_ns)} "
         f"± {format_ns(m.overhead_mad_ns, 2)} MAD per iteration"
     )
-    if m.budget_exhausted:
-        lines.append("  note: the time budget ended the run before all samples were taken")
+    if m.stop_reason == "max_time_s":
+        lines.append("  note: the time budget ended sampling before its goal")
+    elif m.stop_reason == "target_rel_ci":
+        lines.append(f"  precision target ±{(m.target_rel_ci or 0) * 100:.2f}% reached")
+    lines += [f"  warning: {w}" for w in m.warnings]
     return lines
+
+
+def _ci_text(ci: tuple[float, float] | None, fmt: str) -> str:
+    return "n/a" if ci is None else f"[{ci[0]:{fmt}}, {ci[1]:{fmt}}]"
+
+
+def _p_text(p: float) -> str:
+    return "< 0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def comparison_lines(c: Comparison) -> list[str]:
+    """The A/B table: per variant its median and CI; per candidate speedup, p and verdict."""
+    base = c.measurements[c.baseline]
+    how = (f"paired over {c.rounds} interleaved rounds, Wilcoxon signed-rank" if c.paired
+           else "unpaired saved samples, Mann-Whitney U")
+    corr = "" if len(c.results) < 2 or c.correction == "none" else f", {c.correction}-corrected p"
+    lines = [f"baseline: {c.baseline} ({how}{corr})"]
+    rows = [[c.baseline, format_ns(base.median_ns), _rel_ci(base), "1 (baseline)", "", "", ""]]
+    for name, r in c.results.items():
+        m = c.measurements[name]
+        rows.append([
+            name, format_ns(m.median_ns), _rel_ci(m),
+            f"{r.speedup:.3f}x {_ci_text(r.speedup_ci, '.3f')}",
+            f"{r.rel_diff_pct:+.2f}%", _p_text(r.p_value), r.verdict,
+        ])
+    lines += table(["variant", "median", "95% CI", "speedup [95% CI]", "time", "p", "verdict"],
+                   rows)
+    for name, r in c.results.items():
+        lines += [f"  {name}: {w}" for w in r.warnings]
+    for name, m in c.measurements.items():
+        lines += [f"  {name}: {w}" for w in m.warnings]
+    if c.stop_reason == "max_time_s":
+        lines.append(f"  note: the time budget ended the run after {c.rounds} rounds")
+    return lines
+
+
+def _rel_ci(m: Measurement) -> str:
+    rel = m.rel_ci
+    return "n/a" if rel is None else f"± {rel * 100:.2f}%"

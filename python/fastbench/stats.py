@@ -15,7 +15,7 @@ import dataclasses
 import math
 import warnings
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 from numpy.typing import NDArray
@@ -41,6 +41,7 @@ _PERCENTILES = (5, 25, 50, 75, 95, 99)
 
 # Summary thresholds (documented on Summary).
 _HIGH_CV = 0.1
+_OUTLIER_SHARE = 0.05  # warn when more than 5% of the samples are outliers
 _BC_UNIFORM = 5.0 / 9.0
 _MULTIMODAL_MIN_N = 10
 _TREND_MIN_N = 8
@@ -265,7 +266,8 @@ class Summary:
         (warm-up, thermal throttling, a competing process). The tau floor keeps long runs
         with a tiny, harmless slope from being flagged.
     warnings : tuple of str
-        One sentence each for: high variation (cv > 0.1), few samples (n < 10), outliers,
+        One sentence each for: high variation (cv > 0.1), few samples (n < 10), outliers
+        (when more than 5% of the samples),
         multimodality, drift.
     """
 
@@ -427,7 +429,9 @@ def _summarize(x: NDArray[np.float64], confidence: float) -> Summary:
     if n < _FEW_SAMPLES:
         notes.append(f"few samples: {n} (at least {_FEW_SAMPLES} recommended)")
     flagged = len(outliers.indices)
-    if flagged:
+    # A stray interrupt or two is normal in timing data and moves no median: warn only
+    # when outliers are a notable share of the samples (they are always counted).
+    if flagged > _OUTLIER_SHARE * n:
         notes.append(
             f"{flagged} outlier(s) of {n} samples: {outliers.tukey_mild} mild and "
             f"{outliers.tukey_severe} severe by Tukey's fences, {outliers.modified_z} by the "
@@ -728,6 +732,28 @@ class SampleComparison:
         """Plain JSON-ready data: tuples become lists, None is kept."""
         result: dict[str, Any] = _plain(self)
         return result
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> SampleComparison:
+        """Rebuild from :meth:`to_dict` output.
+
+        Raises
+        ------
+        ValueError
+            If a field is missing or unknown, or the verdict is not one of the three.
+        """
+        names = [f.name for f in dataclasses.fields(cls)]
+        missing = [n for n in names if n not in data]
+        extra = [k for k in data if k not in names]
+        if missing or extra:
+            raise ValueError(f"SampleComparison data: missing {missing}, unknown {extra}")
+        values = dict(data)
+        ci = values["speedup_ci"]
+        values["speedup_ci"] = None if ci is None else (float(ci[0]), float(ci[1]))
+        values["warnings"] = tuple(str(w) for w in values["warnings"])
+        if values["verdict"] not in (_FASTER, _SLOWER, _NO_DIFFERENCE):
+            raise ValueError(f"unknown verdict {values['verdict']!r}")
+        return cls(**values)
 
 
 def _cliffs_delta(a: Any, b: Any) -> float:
