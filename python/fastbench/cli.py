@@ -10,11 +10,20 @@ import argparse
 import sys
 from typing import Callable, Sequence
 
+from pathlib import Path
+
 from . import __version__, _core, sysinfo
 from .clocks import clocks
+from .compare import Comparison, compare, compare_measurements
 from .errors import FastbenchError
-from .report import clock_lines, isa_lines, measurement_lines
+from .measurement import Measurement
+from .report import clock_lines, comparison_lines, isa_lines, measurement_lines
+from .results import load_any, save
 from .timing import measure, timeit
+
+# Exit status of `compare` when a significant slowdown beyond --fail-slower was found
+# (1 is any error, 2 a usage error).
+EXIT_SLOWER = 3
 
 
 def _out(lines: Sequence[str] | str = "") -> None:
@@ -40,8 +49,81 @@ def cmd_timeit(args: argparse.Namespace) -> int:
     stmt = "\n".join(args.stmt) or "pass"
     setup = "\n".join(args.setup) or "pass"
     m = timeit(stmt, setup=setup, globals={}, warmup=args.warmup, min_time_s=args.min_time,
-               repeat=args.repeat, loops=args.number, clock=args.clock)
+               repeat=args.repeat, loops=args.number, clock=args.clock,
+               max_time_s=args.max_time, target_rel_ci=args.target_rel_ci)
     _out(measurement_lines(m))
+    if args.output:
+        save(m, args.output)
+        _out(f"saved to {args.output}")
+    return 0
+
+
+def _slowdowns(comparisons: Sequence[Comparison], fail_slower: float | None) -> list[str]:
+    """Candidates found significantly slower by more than ``fail_slower`` percent."""
+    if fail_slower is None:
+        return []
+    return [f"{name} ({r.rel_diff_pct:+.2f}%)" for c in comparisons for name, r in c.results.items()
+            if r.verdict == "slower" and r.rel_diff_pct > fail_slower]
+
+
+def _file_comparisons(paths: Sequence[str], args: argparse.Namespace) -> list[Comparison]:
+    """Compare saved results: the first file is the baseline, matched by benchmark name.
+
+    Files holding one measurement each are compared whatever their names; otherwise each
+    benchmark of the baseline file is compared with the same name in the other files.
+    """
+    loaded = [(Path(p).name, load_any(p)) for p in paths]
+    (base_label, base), cands = loaded[0], loaded[1:]
+
+    def judge(baseline: Measurement, found: dict[str, Measurement], label: str) -> Comparison:
+        return compare_measurements(baseline, found, baseline_name=label, alpha=args.alpha,
+                                    min_effect=args.min_effect, correction=args.correction)
+
+    if len(base) == 1 and all(len(c) == 1 for _, c in cands):
+        singles: dict[str, Measurement] = {}
+        for label, c in cands:
+            key = label if label not in singles and label != base_label else f"{label}#{len(singles) + 2}"
+            singles[key] = next(iter(c.values()))
+        return [judge(next(iter(base.values())), singles, base_label)]
+    out = []
+    for name, m in base.items():
+        found = {label: c[name] for label, c in cands if name in c}
+        if found:
+            out.append(judge(m, found, f"{name} @ {base_label}"))
+        else:
+            _out(f"{name}: in no candidate file, skipped")
+    return out
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    if args.run:
+        if args.files:
+            raise ValueError("give either result files or --run statements, not both")
+        if len(args.run) < 2:
+            raise ValueError("--run needs at least two statements")
+        variants = {f"[{i}] {stmt}": stmt for i, stmt in enumerate(args.run)}
+        setup = "\n".join(args.setup) or "pass"
+        c = compare(variants, baseline=next(iter(variants)), rounds=args.rounds,
+                    min_time_s=args.min_time, max_time_s=args.max_time, clock=args.clock,
+                    alpha=args.alpha, min_effect=args.min_effect, correction=args.correction,
+                    setup=setup, globals={})
+        comparisons = [c]
+        if args.output:
+            save(c, args.output)
+    else:
+        if len(args.files) < 2:
+            raise ValueError("compare needs a baseline file and at least one candidate file "
+                             "(or --run STMT STMT ...)")
+        comparisons = _file_comparisons(args.files, args)
+    for i, c in enumerate(comparisons):
+        _out(([""] if i else []) + comparison_lines(c))
+    if args.output and args.run:
+        _out(f"saved to {args.output}")
+    slower = _slowdowns(comparisons, args.fail_slower)
+    if slower:
+        print(f"error: significantly slower by more than {args.fail_slower}%: "
+              f"{', '.join(slower)}", file=sys.stderr)
+        return EXIT_SLOWER
     return 0
 
 
@@ -96,7 +178,31 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-w", "--warmup", type=int, default=1, help="warmup samples (default 1)")
     p.add_argument("--min-time", type=float, default=0.01, help="seconds per sample (default 0.01)")
     p.add_argument("--clock", default="auto", choices=["auto", "tsc", "steady"])
+    p.add_argument("--max-time", type=float, default=None, help="time budget in seconds")
+    p.add_argument("--target-rel-ci", type=float, default=None,
+                   help="sample until the median's 95%% CI is within this fraction (e.g. 0.01)")
+    p.add_argument("-o", "--output", help="save the measurement to this JSON file")
     p.set_defaults(func=cmd_timeit)
+
+    p = sub.add_parser("compare", help="A/B: compare saved results, or statements interleaved",
+                       description="Compare BASE.json with CAND.json ... (saved by fastbench, "
+                       "pyperf or pytest-benchmark), or measure --run statements interleaved. "
+                       f"Exits {EXIT_SLOWER} when --fail-slower finds a significant slowdown.")
+    p.add_argument("files", nargs="*", help="baseline file, then candidate files")
+    p.add_argument("--run", nargs="+", metavar="STMT", help="statements to measure (first = baseline)")
+    p.add_argument("-s", "--setup", action="append", default=[], help="setup for --run (repeatable)")
+    p.add_argument("--rounds", type=int, default=30, help="interleaved rounds for --run (default 30)")
+    p.add_argument("--min-time", type=float, default=0.01, help="seconds per sample (default 0.01)")
+    p.add_argument("--max-time", type=float, default=None, help="time budget for the rounds")
+    p.add_argument("--clock", default="auto", choices=["auto", "tsc", "steady"])
+    p.add_argument("--alpha", type=float, default=0.05, help="significance level (default 0.05)")
+    p.add_argument("--min-effect", type=float, default=0.01,
+                   help="smallest relative difference called a change (default 0.01)")
+    p.add_argument("--correction", default="holm", choices=["holm", "bh", "none"])
+    p.add_argument("--fail-slower", type=float, default=None, metavar="PCT",
+                   help=f"exit {EXIT_SLOWER} if a candidate is significantly slower by more than PCT%%")
+    p.add_argument("-o", "--output", help="save the --run comparison to this JSON file")
+    p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser("tour", help="a first run: info, then a few measurements")
     p.add_argument("-o", "--output", help="also write the report to this file")

@@ -1,0 +1,83 @@
+"""Run-to-run stability: the spread of the reported figure for a ~1 µs workload over 10
+separate invocations (fresh processes), fastbench against timeit and pytest-benchmark style.
+
+Each invocation reports: fastbench.measure's median; timeit's best of 5 repeats after
+autorange (what `python -m timeit` prints); and the pytest-benchmark default, the min over
+rounds of calibrated iterations (5 µs minimum round time, about 1 s in all). The spread is
+(max - min) / median over the invocations. Target: fastbench <= 3%.
+Run on a quiet machine: python benchmarks/stability.py
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import sys
+import time
+import timeit
+
+INVOCATIONS = 10
+
+
+def workload_factory():  # type: ignore[no-untyped-def]
+    data = list(range(150, 0, -1))
+    return lambda: sorted(data)
+
+
+def pytest_benchmark_style_min_ns(fn) -> float:  # type: ignore[no-untyped-def]
+    """pytest-benchmark's defaults: iterations calibrated so a round lasts >= 5 µs (on a
+    perf_counter of this resolution), rounds for about 1 s, report the min."""
+    iterations = 1
+    while True:
+        t0 = time.perf_counter()
+        for _ in range(iterations):
+            fn()
+        if time.perf_counter() - t0 >= 5e-6:
+            break
+        iterations *= 2
+    best, deadline = float("inf"), time.perf_counter() + 1.0
+    rounds = 0
+    while time.perf_counter() < deadline or rounds < 5:
+        t0 = time.perf_counter()
+        for _ in range(iterations):
+            fn()
+        best = min(best, (time.perf_counter() - t0) / iterations)
+        rounds += 1
+    return best * 1e9
+
+
+def worker() -> None:
+    import fastbench
+
+    fn = workload_factory()
+    m = fastbench.measure(fn)
+    timer = timeit.Timer(fn)
+    loops, _ = timer.autorange()
+    ti = min(timer.repeat(5, loops)) / loops * 1e9
+    print(json.dumps({"fastbench": m.median_ns, "timeit": ti,
+                      "pytest-benchmark": pytest_benchmark_style_min_ns(fn)}))
+
+
+def main() -> None:
+    runs = []
+    for i in range(INVOCATIONS):
+        out = subprocess.run([sys.executable, __file__, "--worker"], capture_output=True,
+                             text=True, check=True).stdout
+        runs.append(json.loads(out))
+        print(f"  invocation {i + 1}: " + ", ".join(f"{k} {v:.1f} ns" for k, v in runs[-1].items()),
+              flush=True)
+    print()
+    print(f"spread over {INVOCATIONS} invocations, (max - min) / median, workload sorted(150 ints), about 1 µs")
+    for tool in ("fastbench", "timeit", "pytest-benchmark"):
+        values = [r[tool] for r in runs]
+        spread = (max(values) - min(values)) / statistics.median(values) * 100
+        target = "   (target <= 3%)" if tool == "fastbench" else ""
+        print(f"  {tool:<18}{spread:6.2f}%   median {statistics.median(values):.1f} ns{target}")
+
+
+if __name__ == "__main__":
+    if "--worker" in sys.argv:
+        worker()
+    else:
+        main()
