@@ -25,7 +25,7 @@ def main() -> None:
     base_ns = 1000.0
     print(f"baseline spin {_core.spin_duration_ns(base_ns):.1f} ns true; "
           f"{trials} trials per level, {BUDGET_S:.0f} s per comparison")
-    smallest = None
+    smallest, unbroken = None, True
     for level in reversed(LEVELS):
         detected, walls = 0, []
         for _ in range(trials):
@@ -38,8 +38,9 @@ def main() -> None:
             walls.append(time.monotonic() - start)
             detected += c.verdicts["candidate"] == "slower"
         rate = detected / trials
-        if rate >= 0.9 and (smallest is not None or level == LEVELS[-1]):
-            smallest = level  # every larger slowdown was detected too
+        unbroken = unbroken and rate >= 0.9
+        if unbroken:
+            smallest = level  # this and every larger slowdown were detected
         print(f"  +{level * 100:4.1f}%: detected {detected}/{trials} ({rate * 100:.0f}%), "
               f"{c.rounds} rounds, wall {min(walls):.2f}-{max(walls):.2f} s per comparison")
     found = "none" if smallest is None else f"+{smallest * 100:.0f}%"
