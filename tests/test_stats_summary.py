@@ -210,11 +210,13 @@ def test_bimodal_mixture_is_flagged_and_normal_is_not() -> None:
     assert not any("multimodal" in w for w in normal.warnings)
 
 
-def test_multimodal_needs_ten_samples() -> None:
-    x = np.array([1.0, 5.0, 1.0, 5.0, 5.0, 1.0, 5.0, 5.0, 5.0])  # n = 9, two values only
-    s = summarize(x)
-    assert s.bimodality_coefficient is not None and s.bimodality_coefficient > 5 / 9
-    assert not s.multimodal
+def test_multimodal_needs_twenty_samples() -> None:
+    x = np.array([1.0, 5.0] * 10)  # two values only: as bimodal as it gets
+    s19, s20 = summarize(x[:19]), summarize(x)
+    assert s19.bimodality_coefficient is not None and s19.bimodality_coefficient > 5 / 9
+    assert not s19.multimodal
+    assert s20.bimodality_coefficient is not None and s20.bimodality_coefficient > 5 / 9
+    assert s20.multimodal
 
 
 def test_linear_drift_is_flagged_and_iid_is_not() -> None:

@@ -152,6 +152,15 @@ def cmd_tour(args: argparse.Namespace) -> int:
     ]
     _out(block)
     timed += block
+    data = list(range(300, 0, -1))
+    block = ["", "A/B comparison (fastbench.compare: interleaved rounds, paired test)"]
+    _out(block)
+    c = compare({"sorted(copy)": lambda: sorted(data), "list.sort(copy)": lambda: list(data).sort(),
+                 "sorted(copy) again": lambda: sorted(data)},
+                baseline="sorted(copy)", rounds=12, min_time_s=0.003)
+    block += comparison_lines(c)
+    _out(comparison_lines(c))
+    timed += block
     if args.output:
         with open(args.output, "w", encoding="utf-8") as fh:
             fh.write("\n".join(lines + timed) + "\n")

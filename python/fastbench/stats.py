@@ -41,9 +41,9 @@ _PERCENTILES = (5, 25, 50, 75, 95, 99)
 
 # Summary thresholds (documented on Summary).
 _HIGH_CV = 0.1
-_OUTLIER_SHARE = 0.05  # warn when more than 5% of the samples are outliers
+_OUTLIER_SHARE = 0.05  # warn when more than 5% of the samples (and more than one) are outliers
 _BC_UNIFORM = 5.0 / 9.0
-_MULTIMODAL_MIN_N = 10
+_MULTIMODAL_MIN_N = 20  # the sample BC is too noisy below this
 _TREND_MIN_N = 8
 _DRIFT_P = 0.01
 _DRIFT_TAU = 0.3
@@ -252,7 +252,7 @@ class Summary:
         outliers, counted in ``outliers``, do not pass for a second mode. None for fewer
         than 4 such samples or when they are all equal (skewness undefined).
     multimodal : bool
-        ``BC > 5/9`` (about 0.555) and n >= 10. 5/9 is the BC of the uniform distribution:
+        ``BC > 5/9`` (about 0.555) and n >= 20. 5/9 is the BC of the uniform distribution:
         unimodal symmetric distributions lie below it, and mixtures of separated modes above
         it. BC also grows with skewness, so a strongly skewed sample can pass 5/9 too, and
         at small n the sample BC is noisy: read this as a hint to look at a histogram.
@@ -267,8 +267,7 @@ class Summary:
         with a tiny, harmless slope from being flagged.
     warnings : tuple of str
         One sentence each for: high variation (cv > 0.1), few samples (n < 10), outliers
-        (when more than 5% of the samples),
-        multimodality, drift.
+        (when more than one and more than 5% of the samples), multimodality, drift.
     """
 
     n: int
@@ -431,7 +430,7 @@ def _summarize(x: NDArray[np.float64], confidence: float) -> Summary:
     flagged = len(outliers.indices)
     # A stray interrupt or two is normal in timing data and moves no median: warn only
     # when outliers are a notable share of the samples (they are always counted).
-    if flagged > _OUTLIER_SHARE * n:
+    if flagged > max(1.0, _OUTLIER_SHARE * n):
         notes.append(
             f"{flagged} outlier(s) of {n} samples: {outliers.tukey_mild} mild and "
             f"{outliers.tukey_severe} severe by Tukey's fences, {outliers.modified_z} by the "
