@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Sequence
 from . import _core
 from .clocks import ClockTable
 from .measurement import Measurement
+from .stats import SampleComparison
 from .units import format_ns
 
 if TYPE_CHECKING:
@@ -112,12 +113,27 @@ def comparison_lines(c: Comparison) -> list[str]:
     lines += table(["variant", "median", "95% CI", "speedup [95% CI]", "time", "p", "verdict"],
                    rows)
     for name, r in c.results.items():
+        lines.append(f"  {name}: " + ", ".join(_effect_parts(r)))
+    for name, r in c.results.items():
         lines += [f"  {name}: {w}" for w in r.warnings]
     for name, m in c.measurements.items():
         lines += [f"  {name}: {w}" for w in m.warnings]
     if c.stop_reason == "max_time_s":
         lines.append(f"  note: the time budget ended the run after {c.rounds} rounds")
     return lines
+
+
+def _effect_parts(r: SampleComparison) -> list[str]:
+    """Effect sizes and the secondary p-values of one candidate, for the detail line."""
+    parts = [f"Cliff's delta {r.cliffs_delta:+.2f}"]
+    if r.hedges_g is not None:
+        parts.append(f"Hedges' g {r.hedges_g:+.2f}")
+    if r.p_wilcoxon is not None:
+        parts.append(f"p Wilcoxon {_p_text(r.p_wilcoxon)}")
+    parts.append(f"p Mann-Whitney {_p_text(r.p_mannwhitney)}")
+    if r.p_welch is not None:
+        parts.append(f"p Welch (log) {_p_text(r.p_welch)}")
+    return parts
 
 
 def _rel_ci(m: Measurement) -> str:
