@@ -610,3 +610,102 @@ def test_timer_bad_clock() -> None:
         Timer("bogus")
     with pytest.raises(TypeError):
         Timer(1)  # type: ignore[arg-type]
+
+
+# -- adaptive sampling: target_rel_ci and max_time_s ---------------------------------------------
+def test_target_rel_ci_reached() -> None:
+    # A 2 µs native spin is steady enough for ±2% well within the budget; a busy VM gets
+    # ATTEMPTS tries.
+    spin = _core.make_spin(2e3)
+    seen = []
+    for _ in range(ATTEMPTS):
+        m = measure(spin, target_rel_ci=0.02, repeat=10, min_time_s=0.002, max_time_s=5.0)
+        seen.append((m.stop_reason, m.rel_ci, m.n))
+        if m.stop_reason == "target_rel_ci":
+            break
+    assert m.stop_reason == "target_rel_ci", seen
+    assert m.rel_ci is not None and m.rel_ci <= 0.02
+    assert m.n >= 10
+    assert m.target_rel_ci == 0.02
+    assert not m.budget_exhausted
+    assert not [w for w in m.warnings if w.startswith("precision target")]
+
+
+def test_unreachable_target_stops_at_the_budget() -> None:
+    t0 = time.monotonic()
+    m = measure(_core.make_spin(2e3), target_rel_ci=1e-7, repeat=10, min_time_s=0.002,
+                max_time_s=0.3)
+    wall_s = time.monotonic() - t0
+    assert m.stop_reason == "max_time_s"
+    assert m.budget_exhausted
+    assert m.n > 10  # sampled beyond `repeat` while the target was unmet
+    assert 0.3 * 0.99 <= m.elapsed_s <= 3.0
+    assert wall_s < 10.0
+    assert m.target_rel_ci == 1e-7
+    assert [w for w in m.warnings if w.startswith("precision target not reached")]
+    # Every sample is kept: elapsed_s covers them all.
+    total_s = float(np.sum(m.samples_ns * m.loops)) * 1e-9
+    assert 0.99 * total_s <= m.elapsed_s < total_s + 1.0
+
+
+def test_max_time_without_target() -> None:
+    m = measure(_core.make_spin(2e3), repeat=100_000, min_time_s=0.002, max_time_s=0.05)
+    assert m.stop_reason == "max_time_s"
+    assert 1 <= m.n < 100_000
+    assert m.target_rel_ci is None
+    assert not [w for w in m.warnings if w.startswith("precision target")]
+
+
+def test_without_target_or_budget_stops_at_repeat() -> None:
+    m = measure(_core.make_spin(1e3), repeat=8, min_time_s=0.002)
+    assert (m.stop_reason, m.n, m.target_rel_ci) == ("repeat", 8, None)
+
+
+@pytest.mark.parametrize(
+    ("target", "error"),
+    [(0, ValueError), (0.0, ValueError), (1, ValueError), (1.0, ValueError), (-0.1, ValueError),
+     (float("nan"), ValueError), (float("inf"), ValueError), ("x", TypeError), (True, TypeError),
+     ([0.01], TypeError)],
+)
+def test_invalid_target_rel_ci(target: Any, error: type[Exception]) -> None:
+    rec = Recorder()
+    with pytest.raises(error, match="target_rel_ci"):
+        measure(rec, target_rel_ci=target, **FAST)
+    with pytest.raises(error, match="target_rel_ci"):
+        timeit("pass", target_rel_ci=target, **FAST)
+    assert rec.calls == 0  # checked before anything runs
+
+
+def test_timeit_accepts_target_rel_ci() -> None:
+    seen = []
+    for _ in range(ATTEMPTS):
+        m = timeit("sum(r)", setup="r = range(200)", target_rel_ci=0.05, repeat=10,
+                   min_time_s=0.002, max_time_s=5.0)
+        seen.append((m.stop_reason, m.rel_ci))
+        if m.stop_reason == "target_rel_ci":
+            break
+    assert m.stop_reason == "target_rel_ci", seen
+    assert m.rel_ci is not None and m.rel_ci <= 0.05
+    assert m.target_rel_ci == 0.05
+    assert m.call_floor_kind == "statement"
+
+
+def test_timeit_callable_passes_target_rel_ci_on() -> None:
+    m = timeit(_core.make_spin(1e3), target_rel_ci=1e-7, repeat=6, min_time_s=0.002,
+               max_time_s=0.05)
+    assert (m.target_rel_ci, m.stop_reason) == (1e-7, "max_time_s")
+    assert m.call_floor_kind == "native"
+
+
+def test_budget_ending_before_repeat_is_reported_with_a_target() -> None:
+    # `repeat` is the minimum sample count when a target is given. If max_time_s ends the
+    # first `repeat` samples early, the budget stopped sampling, target or not: the
+    # Measurement must say so as it does without a target.
+    kwargs: dict[str, Any] = {"loops": 1, "warmup": 0, "repeat": 20, "max_time_s": 0.008}
+    spin = _core.make_spin(1e6)  # 1 ms per sample: about 8 fit in the budget
+    plain = measure(spin, **kwargs)
+    assert plain.n < 20 and plain.stop_reason == "max_time_s"
+    m = measure(spin, target_rel_ci=0.5, **kwargs)
+    assert m.n < 20
+    assert m.stop_reason == "max_time_s", (m.n, m.rel_ci)
+    assert m.budget_exhausted

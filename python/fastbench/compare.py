@@ -105,6 +105,15 @@ class Comparison:
 register_kind("comparison", Comparison, Comparison.to_dict, Comparison.from_dict)
 
 
+def _check_judgement(alpha: float, min_effect: float, correction: str) -> None:
+    if correction not in CORRECTIONS:
+        raise ValueError(f"correction must be one of {CORRECTIONS}, got {correction!r}")
+    if not (isinstance(alpha, (int, float)) and 0.0 < alpha < 1.0):
+        raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
+    if not (isinstance(min_effect, (int, float)) and 0.0 <= min_effect < 1.0):
+        raise ValueError(f"min_effect must be in [0, 1), got {min_effect!r}")
+
+
 def _judge(
     baseline: str,
     samples: Mapping[str, Any],
@@ -114,8 +123,7 @@ def _judge(
     correction: str,
 ) -> dict[str, SampleComparison]:
     """Compare each candidate's samples with the baseline's, then correct the p-values."""
-    if correction not in CORRECTIONS:
-        raise ValueError(f"correction must be one of {CORRECTIONS}, got {correction!r}")
+    _check_judgement(alpha, min_effect, correction)
     results = {
         name: compare_samples(samples[baseline], s, paired=paired, alpha=alpha,
                               min_effect=min_effect)
@@ -168,8 +176,8 @@ def compare(
     previous round rotated by one, so that drift of the machine hits all variants alike.
     Round i of the baseline and round i of a candidate form a pair: the speedup is
     ``exp(median(log(baseline_i / candidate_i)))`` with a distribution-free (sign-test)
-    interval, the p-value is Wilcoxon's signed-rank test on those log-ratios, corrected
-    across candidates (Holm by default). The verdict needs both ``p < alpha`` and a
+    interval, the p-value is the sign test on those log-ratios (Wilcoxon's signed-rank p is
+    reported beside it), corrected across candidates (Holm by default). The verdict needs both ``p < alpha`` and a
     speedup beyond ``1 + min_effect`` (or below ``1 / (1 + min_effect)``) with its whole
     interval on that side of 1; see :func:`fastbench.stats.compare_samples`.
 
@@ -206,12 +214,20 @@ def compare(
     """
     if not isinstance(variants, Mapping):
         raise TypeError(f"variants must be a mapping of name to callable, got {type(variants).__name__}")
-    names = [str(n) for n in variants]
+    names = list(variants)
+    bad = [n for n in names if not isinstance(n, str)]
+    if bad:
+        raise TypeError(f"variant names must be str, got {bad!r}")
     if len(names) < 2:
         raise ValueError(f"compare needs at least two variants, got {len(names)}")
     if baseline not in variants:
         raise ValueError(f"baseline {baseline!r} is not among the variants ({', '.join(names)}); "
                          "pass baseline=<name>")
+    if isinstance(rounds, bool) or not isinstance(rounds, int):
+        raise TypeError(f"rounds must be an int, got {type(rounds).__name__}")
+    if rounds < 1:
+        raise ValueError(f"rounds must be >= 1, got {rounds}")
+    _check_judgement(alpha, min_effect, correction)  # before anything is measured
     cfg = run_config(warmup, min_time_s, rounds, loops, clock, disable_gc, max_time_s)
     glob = {} if globals is None else globals
     targets = {n: _target(n, variants[n], cfg.clock, setup, glob) for n in names}

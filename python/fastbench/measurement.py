@@ -241,9 +241,9 @@ def measurement_warnings(m: Measurement, clock_reason: str = "") -> tuple[str, .
         found.append(f"clock fallback: {clock_reason}")
     rel = m.rel_ci
     if m.target_rel_ci is not None and m.stop_reason == "max_time_s":
-        got = "no CI yet" if rel is None else f"{rel * 100:.2f}%"
+        got = "no CI yet" if rel is None else f"{rel * 100:.3g}%"
         found.append(
-            f"precision target not reached: median CI ±{got} > ±{m.target_rel_ci * 100:.2f}% "
+            f"precision target not reached: median CI ±{got} > ±{m.target_rel_ci * 100:.3g}% "
             "when the time budget ran out"
         )
     noise = 3.0 * max(m.call_floor_mad_ns, 0.0)

@@ -98,7 +98,7 @@ def _p_text(p: float) -> str:
 def comparison_lines(c: Comparison) -> list[str]:
     """The A/B table: per variant its median and CI; per candidate speedup, p and verdict."""
     base = c.measurements[c.baseline]
-    how = (f"paired over {c.rounds} interleaved rounds, Wilcoxon signed-rank" if c.paired
+    how = (f"paired over {c.rounds} interleaved rounds, sign test" if c.paired
            else "unpaired saved samples, Mann-Whitney U")
     corr = "" if len(c.results) < 2 or c.correction == "none" else f", {c.correction}-corrected p"
     lines = [f"baseline: {c.baseline} ({how}{corr})"]

@@ -181,8 +181,10 @@ class Target:
 def _collect(target: Target, cfg: RunConfig) -> Measurement:
     """Counted samples: ``repeat`` of them, then more while the precision target is unmet."""
     samples, exhausted, elapsed = target.sample(cfg.repeat, cfg.max_time_s or 0.0)
+    if exhausted:  # the budget ended even the minimum of `repeat` samples
+        return target.measurement(samples, elapsed, "max_time_s", cfg)
     if cfg.target_rel_ci is None:
-        return target.measurement(samples, elapsed, "max_time_s" if exhausted else "repeat", cfg)
+        return target.measurement(samples, elapsed, "repeat", cfg)
     budget = cfg.max_time_s or DEFAULT_ADAPTIVE_BUDGET_S
     while True:
         rel = relative_half_width(median_ci(samples), float(np.median(samples)))

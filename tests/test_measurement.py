@@ -1,0 +1,208 @@
+"""Tests for fastbench.measurement: the Measurement record built from synthetic samples
+(summary against fastbench.stats, warnings from known situations, plain-data round trips,
+stop reasons) and relative_half_width's arithmetic. Nothing here measures.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+import pytest
+
+from fastbench import Measurement
+from fastbench.measurement import STOP_REASONS, measurement_warnings, relative_half_width
+from fastbench.stats import summarize
+
+_RNG = np.random.default_rng(7)
+STEADY = _RNG.lognormal(np.log(1000.0), 0.01, 30)  # quiet samples around 1 µs, cv ~1%
+NOISY = _RNG.lognormal(np.log(1000.0), 0.5, 30)  # cv ~50%
+
+FALLBACK_REASON = "steady: no invariant TSC on this CPU (hypervisor hides it)"
+TSC_REASON = "tsc: invariant TSC at 2.4 GHz"
+
+
+def _synthetic(samples: Any = STEADY, **extra: Any) -> Measurement:
+    fields: dict[str, Any] = {
+        "samples_ns": np.asarray(samples, dtype=np.float64),
+        "loops": 1000,
+        "warmup_samples_ns": np.asarray([1200.0]),
+        "clock": "tsc",
+        "overhead_ns": 0.5,
+        "overhead_mad_ns": 0.1,
+        "call_floor_ns": 20.0,
+        "call_floor_mad_ns": 1.0,
+    }
+    fields.update(extra)
+    return Measurement(**fields)
+
+
+def _having(warnings: tuple[str, ...], start: str) -> list[str]:
+    return [w for w in warnings if w.startswith(start)]
+
+
+# -- summary ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("samples", [STEADY, NOISY, [5.0, 1.0, 3.0], [42.0]],
+                         ids=["steady", "noisy", "three", "one"])
+def test_summary_is_summarize_of_the_samples(samples: Any) -> None:
+    m = _synthetic(samples)
+    assert m.summary.to_dict() == summarize(samples).to_dict()
+    assert m.summary is m.summary  # computed once
+
+
+# -- warnings ---------------------------------------------------------------------------------
+def test_quiet_measurement_has_no_warnings() -> None:
+    assert measurement_warnings(_synthetic(), TSC_REASON) == ()
+
+
+def test_clock_fallback_warning() -> None:
+    found = measurement_warnings(_synthetic(clock="steady"), FALLBACK_REASON)
+    assert found == (f"clock fallback: {FALLBACK_REASON}",)
+
+
+@pytest.mark.parametrize(("clock", "reason"), [("tsc", FALLBACK_REASON), ("steady", TSC_REASON),
+                                               ("steady", "")])
+def test_no_clock_warning_without_a_fallback(clock: str, reason: str) -> None:
+    # The TSC was used, or steady was asked for although auto would have picked the TSC.
+    assert not _having(measurement_warnings(_synthetic(clock=clock), reason), "clock fallback")
+
+
+def test_precision_target_not_reached() -> None:
+    m = _synthetic(target_rel_ci=0.001, stop_reason="max_time_s")
+    found = _having(measurement_warnings(m), "precision target not reached")
+    assert len(found) == 1
+    assert f"±{m.rel_ci * 100:.3g}%" in found[0]  # type: ignore[operator]
+    assert "> ±0.1% " in found[0]
+
+
+def test_precision_target_not_reached_without_a_ci() -> None:
+    m = _synthetic(STEADY[:3], target_rel_ci=0.01, stop_reason="max_time_s")
+    found = _having(measurement_warnings(m), "precision target not reached")
+    assert len(found) == 1 and "no CI yet" in found[0]
+
+
+@pytest.mark.parametrize("target", [1e-5, 1e-7])
+def test_precision_warning_shows_a_small_target(target: float) -> None:
+    # A target below 0.005% must not be printed as "±0.00%", which reads as no target
+    # at all (or as an impossible one).
+    m = _synthetic(target_rel_ci=target, stop_reason="max_time_s")
+    (found,) = _having(measurement_warnings(m), "precision target not reached")
+    shown = re.search(r"> ±([\d.eE+-]+)%", found)
+    assert shown is not None, found
+    assert float(shown.group(1)) > 0.0, found
+
+
+@pytest.mark.parametrize(("target", "stop"), [(0.001, "target_rel_ci"), (None, "max_time_s"),
+                                              (None, "repeat")])
+def test_no_precision_warning(target: float | None, stop: str) -> None:
+    m = _synthetic(target_rel_ci=target, stop_reason=stop)
+    assert not _having(measurement_warnings(m), "precision target")
+
+
+@pytest.mark.parametrize("median_ns", [20.0, 22.9, 15.0])
+def test_call_overhead_warning_within_floor_noise(median_ns: float) -> None:
+    # Floor 20 ns with MAD 1 ns: a net median up to 3 ns is noise.
+    m = _synthetic(np.full(12, median_ns))
+    found = _having(measurement_warnings(m), "the body costs no more than the call floor")
+    assert len(found) == 1
+    assert "mostly call overhead" in found[0]
+
+
+@pytest.mark.parametrize("median_ns", [23.5, 1000.0])
+def test_no_call_overhead_warning_for_a_clearly_positive_net(median_ns: float) -> None:
+    m = _synthetic(np.full(12, median_ns))
+    assert m.net_median_ns > 3.0 * m.call_floor_mad_ns
+    assert not _having(measurement_warnings(m), "the body costs")
+
+
+@pytest.mark.parametrize("median_ns", [0.5, 20.0, 1000.0])
+def test_no_call_overhead_warning_when_the_floor_is_unknown(median_ns: float) -> None:
+    m = _synthetic(np.full(12, median_ns), call_floor_kind="unknown", call_floor_ns=0.0,
+                   call_floor_mad_ns=0.0)
+    assert not _having(measurement_warnings(m), "the body costs")
+
+
+def test_high_variation_warning_from_the_summary() -> None:
+    m = _synthetic(NOISY)
+    high = _having(m.summary.warnings, "high variation")
+    assert len(high) == 1
+    found = measurement_warnings(m, TSC_REASON)
+    assert high[0] in found
+    assert set(m.summary.warnings) <= set(found)
+
+
+def test_warnings_field_is_not_computed() -> None:
+    # The record keeps what it was given; measure() fills it from measurement_warnings.
+    assert _synthetic(NOISY).warnings == ()
+
+
+# -- conversion -------------------------------------------------------------------------------
+def test_round_trip_keeps_target_stop_reason_and_warnings() -> None:
+    m = _synthetic(NOISY, target_rel_ci=0.005, stop_reason="max_time_s", name="noisy",
+                   elapsed_s=1.25, calibration_trials=3)
+    m = replace(m, warnings=measurement_warnings(m))
+    assert _having(m.warnings, "precision target not reached")
+    data = m.to_dict()
+    through_json = json.loads(json.dumps(data, allow_nan=False))
+    for restored in (Measurement.from_dict(data), Measurement.from_dict(through_json)):
+        assert restored.to_dict() == data
+        assert restored.warnings == m.warnings
+        assert isinstance(restored.warnings, tuple)
+        assert restored.target_rel_ci == 0.005
+        assert restored.stop_reason == "max_time_s"
+        assert restored.budget_exhausted
+
+
+def test_round_trip_without_target() -> None:
+    data = _synthetic().to_dict()
+    assert data["target_rel_ci"] is None and data["stop_reason"] == "repeat"
+    restored = Measurement.from_dict(data)
+    assert restored.target_rel_ci is None and restored.stop_reason == "repeat"
+
+
+def test_from_dict_rejects_unknown_stop_reason() -> None:
+    data = _synthetic().to_dict()
+    data["stop_reason"] = "bored"
+    with pytest.raises(ValueError, match="stop_reason"):
+        Measurement.from_dict(data)
+
+
+def test_from_dict_defaults_stop_reason_and_target() -> None:
+    data = _synthetic().to_dict()
+    del data["stop_reason"], data["target_rel_ci"], data["warnings"]
+    m = Measurement.from_dict(data)
+    assert (m.stop_reason, m.target_rel_ci, m.warnings) == ("repeat", None, ())
+
+
+@pytest.mark.parametrize("stop", STOP_REASONS)
+def test_budget_exhausted_follows_stop_reason(stop: str) -> None:
+    assert _synthetic(stop_reason=stop).budget_exhausted == (stop == "max_time_s")
+
+
+def test_stop_reasons() -> None:
+    assert set(STOP_REASONS) == {"repeat", "target_rel_ci", "max_time_s"}
+
+
+# -- relative_half_width ----------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("ci", "center", "expected"),
+    [((90.0, 110.0), 100.0, 0.1), ((1.0, 3.0), 4.0, 0.25), ((1.0, 3.0), -4.0, 0.25),
+     ((5.0, 5.0), 5.0, 0.0), ((-3.0, -1.0), -2.0, 0.5)],
+)
+def test_relative_half_width(ci: tuple[float, float], center: float, expected: float) -> None:
+    assert relative_half_width(ci, center) == pytest.approx(expected, rel=1e-15)
+
+
+@pytest.mark.parametrize(("ci", "center"), [(None, 100.0), ((1.0, 3.0), 0.0), (None, 0.0)])
+def test_relative_half_width_none(ci: tuple[float, float] | None, center: float) -> None:
+    assert relative_half_width(ci, center) is None
+
+
+def test_rel_ci_uses_relative_half_width() -> None:
+    m = _synthetic()
+    assert m.median_ci_ns is not None
+    assert m.rel_ci == relative_half_width(m.median_ci_ns, m.median_ns)
+    assert _synthetic(STEADY[:5]).rel_ci is None  # no CI below 6 samples
