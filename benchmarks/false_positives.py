@@ -47,7 +47,7 @@ def main() -> None:
     print()
     print(f"A/A false-positive rate over {trials} trials ({SAMPLES} samples a side, "
           f"workload sorted(400 floats) ~ a few µs)")
-    print(f"  fastbench.compare (paired, Wilcoxon, alpha {ALPHA}, min_effect 1%): "
+    print(f"  fastbench.compare (paired sign test, alpha {ALPHA}, min_effect 1%): "
           f"{fb_fp / trials * 100:5.1f}%   (target <= {ALPHA * 100 + 2:.0f}%)")
     print(f"  pyperf compare_to style (t-test on two runs):          {pyperf_fp / trials * 100:5.1f}%")
     print(f"  pytest-benchmark style (min moved > 5%):               {ptb_fp / trials * 100:5.1f}%")

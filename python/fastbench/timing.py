@@ -269,8 +269,8 @@ def measure(
     /,
     *args: Any,
     warmup: int = 1,
-    min_time_s: float = 0.01,
-    repeat: int = 30,
+    min_time_s: float = 0.001,
+    repeat: int = 100,
     loops: int | None = None,
     clock: str = "auto",
     disable_gc: bool = True,
@@ -293,7 +293,9 @@ def measure(
         Samples run before the counted ones and kept apart (``warmup_samples_ns``).
     min_time_s : float
         Minimum duration of one sample in seconds; ``loops`` is chosen to reach it (and at
-        least 1000 clock-resolution steps). Search: start at 1 loop, scale by the predicted
+        least 1000 clock-resolution steps). Short samples are the default on purpose: a
+        burst of interference (another process, the hypervisor) then spoils only the few
+        samples it overlaps, which the median ignores, instead of inflating long ones. Search: start at 1 loop, scale by the predicted
         ratio (x2..x100 per trial); usually two or three trials.
     repeat : int
         Counted samples (the minimum, when ``target_rel_ci`` is given).
@@ -378,8 +380,8 @@ def timeit(
     globals: dict[str, Any] | None = None,  # noqa: A002 - the stdlib's name
     *,
     warmup: int = 1,
-    min_time_s: float = 0.01,
-    repeat: int = 30,
+    min_time_s: float = 0.001,
+    repeat: int = 100,
     loops: int | None = None,
     clock: str = "auto",
     disable_gc: bool = True,
