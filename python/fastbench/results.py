@@ -673,19 +673,9 @@ def _pyperf_benchmark(index: int, bench: Any, file_meta: dict[str, Any]) -> Meas
         elapsed_s += math.fsum(run_samples) * loops / _NS_PER_S
     if not samples:
         raise ValueError(f"benchmark {name!r} has no values (only calibration runs)")
-    return Measurement(
-        samples_ns=np.concatenate(samples),
-        loops=min(loops_seen),
-        warmup_samples_ns=np.concatenate(warmups),
-        clock="pyperf:perf_counter",
-        overhead_ns=0.0,
-        overhead_mad_ns=0.0,
-        call_floor_ns=0.0,
-        call_floor_mad_ns=0.0,
-        call_floor_kind="unknown",
-        name=name,
-        calibration_trials=calibration_trials,
-        elapsed_s=elapsed_s,
+    return _imported(
+        np.concatenate(samples), min(loops_seen), np.concatenate(warmups),
+        "pyperf:perf_counter", name, elapsed_s, calibration_trials=calibration_trials,
     )
 
 
@@ -774,18 +764,22 @@ def _pytest_benchmark_entry(index: int, bench: Any) -> Measurement:
         raise ValueError(f"benchmark {name!r} has no rounds")
     options = bench.get("options")
     timer = options.get("timer") if isinstance(options, dict) else None
+    return _imported(
+        samples, iterations, np.empty(0, dtype=np.float64),  # pytest-benchmark keeps no warmups
+        f"pytest-benchmark:{timer or 'perf_counter'}", name,
+        math.fsum(samples) * iterations / _NS_PER_S,
+    )
+
+
+def _imported(samples: NDArray[np.float64], loops: int, warmups: NDArray[np.float64],
+              clock: str, name: str, elapsed_s: float, calibration_trials: int = 0) -> Measurement:
+    """A Measurement of another tool's samples: those tools measure no floors, so the floors
+    are 0 and ``call_floor_kind`` says "unknown"."""
     return Measurement(
-        samples_ns=samples,
-        loops=iterations,
-        warmup_samples_ns=np.empty(0, dtype=np.float64),  # pytest-benchmark keeps none
-        clock=f"pytest-benchmark:{timer or 'perf_counter'}",
-        overhead_ns=0.0,
-        overhead_mad_ns=0.0,
-        call_floor_ns=0.0,
-        call_floor_mad_ns=0.0,
-        call_floor_kind="unknown",
-        name=name,
-        elapsed_s=math.fsum(samples) * iterations / _NS_PER_S,
+        samples_ns=samples, loops=loops, warmup_samples_ns=warmups, clock=clock,
+        overhead_ns=0.0, overhead_mad_ns=0.0, call_floor_ns=0.0, call_floor_mad_ns=0.0,
+        call_floor_kind="unknown", name=name, calibration_trials=calibration_trials,
+        elapsed_s=elapsed_s,
     )
 
 
