@@ -1,0 +1,128 @@
+// perf_counters.hpp — Linux perf_event counters for the calling thread, user space only
+// (exclude_kernel, exclude_hv: paranoid level 2 allows it), pid = 0, cpu = -1.
+//  * Events are read as groups (PERF_FORMAT_GROUP | ID | TOTAL_TIME_ENABLED | RUNNING), all
+//    counters of a group at once, and scaled by perf_math when the kernel multiplexed. Events
+//    are opened disabled and never pinned. A group holds at most 8 hardware events; more, or
+//    an event the kernel refuses to add (ENOSPC/EINVAL), starts another group.
+//  * Missing hardware is a state: CounterGroup records which events opened and why the others
+//    did not; it throws only for an unknown event name (a bad argument).
+//  * Read path: read(2) on each group leader; rdpmc is not implemented (read_path() == "read").
+//  * Off Linux everything compiles; probes report "unsupported platform" and nothing opens.
+// The syscalls and platform #ifs live in perf_counters.cpp.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace fastbench {
+
+struct EventSpec {
+  std::string name;           // as asked, e.g. "cycles", "r00c0", "4:0x3c"
+  std::uint32_t type = 0;     // perf_event_attr.type (0 hardware, 1 software, 3 cache, 4 raw, ...)
+  std::uint64_t config = 0;   // perf_event_attr.config
+  bool hardware = true;       // false only for PERF_TYPE_SOFTWARE; counts toward the 8 per group
+  std::string fallback;       // event to open instead when this one fails ("cycles" for ref-cycles)
+};
+
+// Resolves a name from known_event_names(), "rNNNN" (1-16 hex digits, PERF_TYPE_RAW) or
+// "type:config" (type decimal or a PMU name from /sys/bus/event_source/devices/<pmu>/type;
+// config decimal or 0x-hex). Throws std::invalid_argument ("[resolve_event] unknown event ...").
+EventSpec resolve_event(const std::string& name);
+std::vector<std::string> known_event_names();
+
+struct EventProbe {
+  std::string name;
+  bool available = false;
+  std::string opened_as;  // the event actually opened (differs when a fallback was used)
+  int error = 0;          // errno of the failed open (0 when available)
+  std::string reason;     // why unavailable (empty when available)
+};
+
+// Opens the event once (user space, this thread) and closes it. Never throws for an event
+// that cannot be opened; throws std::invalid_argument for an unknown name.
+EventProbe probe_event(const std::string& name);
+
+// The documented reason for a failed perf_event_open with this errno (ENOENT: no PMU;
+// EACCES/EPERM: the paranoid level read from /proc; EINVAL; ENOSYS; others: strerror).
+std::string perf_open_error_reason(int err);
+
+namespace detail {
+// Test hook: after `skip` more perf_event_open calls go through, the next `count` fail with
+// `err` without reaching the kernel. count <= 0 clears it. Process-wide, not for production.
+void inject_open_errno(int err, int count, int skip = 0);
+}  // namespace detail
+
+struct EventStatus {
+  std::string name;
+  bool available = false;
+  std::string opened_as;  // e.g. "cycles" for a ref-cycles that fell back
+  int group = -1;         // index of the kernel group holding it, -1 when unavailable
+  int error = 0;
+  std::string reason;
+};
+
+struct CounterReading {
+  std::string name;
+  bool available = false;
+  std::string reason;              // why unavailable
+  std::uint64_t raw = 0;           // count since start()
+  std::uint64_t time_enabled_ns = 0;
+  std::uint64_t time_running_ns = 0;
+  bool counted = false;            // false when unavailable or never scheduled
+  double value = 0.0;              // scaled estimate (perf_math::scale_count); NaN if !counted
+  double running_fraction = 0.0;
+  bool scaled = false;             // true when multiplexed
+};
+
+class CounterGroup {
+ public:
+  // Opens what it can; `inherit` also counts threads created after opening.
+  // Throws std::invalid_argument for an unknown name or an empty list.
+  explicit CounterGroup(const std::vector<std::string>& names, bool inherit = false);
+  ~CounterGroup();
+  CounterGroup(const CounterGroup&) = delete;
+  CounterGroup& operator=(const CounterGroup&) = delete;
+  CounterGroup(CounterGroup&& other) noexcept;
+  CounterGroup& operator=(CounterGroup&& other) noexcept;
+
+  const std::vector<EventStatus>& events() const noexcept { return events_; }
+  bool any_available() const noexcept;
+  std::size_t group_count() const noexcept { return groups_.size(); }
+  const char* read_path() const noexcept { return "read"; }
+
+  // Resets and enables every group (PERF_IOC_FLAG_GROUP) after taking a baseline reading.
+  // Throws std::runtime_error ("[CounterGroup::start] ...", with strerror) if an ioctl fails.
+  void start();
+  void stop();  // disables every group
+  // Per event, in the order asked: counts since start() (stopped or still running).
+  // Throws std::runtime_error when read(2) fails, std::logic_error before start().
+  std::vector<CounterReading> read() const;
+
+ private:
+  struct Group {
+    int leader_fd = -1;
+    std::vector<int> fds;               // leader first
+    std::vector<std::size_t> event_of;  // index into events_ per fd
+    std::vector<std::uint64_t> ids;     // kernel id per fd
+    std::vector<std::uint64_t> baseline;  // raw words read at start()
+  };
+  void close_all() noexcept;
+  std::vector<EventStatus> events_;
+  std::vector<Group> groups_;
+  bool started_ = false;
+};
+
+struct CounterOverhead {
+  std::string name;
+  bool available = false;
+  double median = 0.0;  // counts (ns for task-clock) of an empty start/stop region
+};
+
+// Runs start(); stop(); read() `reps` times on `group` and returns, per event, the median
+// count of the empty region, for callers to subtract (perf_math::subtract_overhead).
+// Throws std::invalid_argument for reps < 1.
+std::vector<CounterOverhead> calibrate_read_overhead(CounterGroup& group, int reps);
+
+}  // namespace fastbench
