@@ -12,6 +12,8 @@
 
 #include "clock.hpp"
 #include "cpu.hpp"
+#include "perf_counters.hpp"
+#include "perf_math.hpp"
 #include "timing.hpp"
 
 namespace py = pybind11;
@@ -276,4 +278,67 @@ PYBIND11_MODULE(_core, m) {
   m.def("make_spin", &make_spin, py::arg("ns"),
         "A native callable that busy-waits ns nanoseconds per call.");
   m.attr("noop") = make_noop();
+
+  // perf_event counters: missing hardware is a state (available/reason), not an exception.
+  py::class_<fb::ScaledCount>(m, "ScaledCount", "A count scaled for multiplexing.")
+      .def_readonly("counted", &fb::ScaledCount::counted)
+      .def_readonly("value", &fb::ScaledCount::value)
+      .def_readonly("running_fraction", &fb::ScaledCount::running_fraction)
+      .def_readonly("scaled", &fb::ScaledCount::scaled);
+  m.def("scale_count", &fb::scale_count, py::arg("raw"), py::arg("time_enabled_ns"),
+        py::arg("time_running_ns"), "raw x enabled / running, or not counted when running is 0.");
+  m.def(
+      "subtract_overhead",
+      [](double value, double overhead) {
+        const fb::Subtracted r = fb::subtract_overhead(value, overhead);
+        return std::make_pair(r.value, r.clamped);
+      },
+      py::arg("value"), py::arg("overhead"), "max(value - overhead, 0) and whether it clamped.");
+  m.def("known_event_names", &fb::known_event_names, "Event names fastbench knows.");
+  py::class_<fb::EventProbe>(m, "EventProbe", "Whether one event opens here, and why not.")
+      .def_readonly("name", &fb::EventProbe::name)
+      .def_readonly("available", &fb::EventProbe::available)
+      .def_readonly("opened_as", &fb::EventProbe::opened_as)
+      .def_readonly("error", &fb::EventProbe::error)
+      .def_readonly("reason", &fb::EventProbe::reason);
+  m.def("probe_event", &fb::probe_event, py::arg("name"),
+        "Open an event once and close it; ValueError for an unknown name.");
+  m.def("perf_open_error_reason", &fb::perf_open_error_reason, py::arg("err"),
+        "The reason fastbench gives for a perf_event_open errno.");
+  m.def("_inject_open_errno", &fb::detail::inject_open_errno, py::arg("err"), py::arg("count"),
+        py::arg("skip") = 0, "Test hook: make the next perf_event_open calls fail with err.");
+  py::class_<fb::EventStatus>(m, "EventStatus", "One event of a CounterGroup.")
+      .def_readonly("name", &fb::EventStatus::name)
+      .def_readonly("available", &fb::EventStatus::available)
+      .def_readonly("opened_as", &fb::EventStatus::opened_as)
+      .def_readonly("group", &fb::EventStatus::group)
+      .def_readonly("error", &fb::EventStatus::error)
+      .def_readonly("reason", &fb::EventStatus::reason);
+  py::class_<fb::CounterReading>(m, "CounterReading", "One event's counts since start().")
+      .def_readonly("name", &fb::CounterReading::name)
+      .def_readonly("available", &fb::CounterReading::available)
+      .def_readonly("reason", &fb::CounterReading::reason)
+      .def_readonly("raw", &fb::CounterReading::raw)
+      .def_readonly("time_enabled_ns", &fb::CounterReading::time_enabled_ns)
+      .def_readonly("time_running_ns", &fb::CounterReading::time_running_ns)
+      .def_readonly("counted", &fb::CounterReading::counted)
+      .def_readonly("value", &fb::CounterReading::value)
+      .def_readonly("running_fraction", &fb::CounterReading::running_fraction)
+      .def_readonly("scaled", &fb::CounterReading::scaled);
+  py::class_<fb::CounterGroup>(m, "CounterGroup", "perf_event groups for the calling thread.")
+      .def(py::init<const std::vector<std::string>&, bool>(), py::arg("names"),
+           py::arg("inherit") = false)
+      .def_property_readonly("events", &fb::CounterGroup::events, "Per event: opened or why not.")
+      .def_property_readonly("any_available", &fb::CounterGroup::any_available)
+      .def_property_readonly("group_count", &fb::CounterGroup::group_count)
+      .def_property_readonly("read_path", &fb::CounterGroup::read_path)
+      .def("start", &fb::CounterGroup::start, "Reset and enable every group.")
+      .def("stop", &fb::CounterGroup::stop, "Disable every group.")
+      .def("read", &fb::CounterGroup::read, "Counts since start(), per event asked.");
+  py::class_<fb::CounterOverhead>(m, "CounterOverhead", "Median count of an empty region.")
+      .def_readonly("name", &fb::CounterOverhead::name)
+      .def_readonly("available", &fb::CounterOverhead::available)
+      .def_readonly("median", &fb::CounterOverhead::median);
+  m.def("calibrate_read_overhead", &fb::calibrate_read_overhead, py::arg("group"),
+        py::arg("reps") = 101, "Per event, the median count of an empty start/stop region.");
 }

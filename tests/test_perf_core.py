@@ -1,0 +1,141 @@
+"""The perf_event layer of the native core, through its binding: availability with reasons,
+software counts of known work, multiplex arithmetic, injected failures."""
+
+from __future__ import annotations
+
+import errno
+import math
+import mmap
+import sys
+
+import pytest
+
+from fastbench import _core
+
+linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="perf_event is Linux-only")
+
+
+def test_scale_count_arithmetic() -> None:
+    full = _core.scale_count(1000, 200, 200)
+    assert (full.counted, full.value, full.running_fraction, full.scaled) == (True, 1000.0, 1.0, False)
+    half = _core.scale_count(1000, 200, 100)
+    assert half.counted and half.scaled
+    assert half.value == pytest.approx(2000.0) and half.running_fraction == pytest.approx(0.5)
+    never = _core.scale_count(0, 200, 0)
+    assert not never.counted and math.isnan(never.value)  # never a silent zero
+
+
+def test_subtract_overhead_clamps() -> None:
+    assert _core.subtract_overhead(10.0, 3.0) == (7.0, False)
+    assert _core.subtract_overhead(3.0, 10.0) == (0.0, True)
+    with pytest.raises(ValueError):
+        _core.subtract_overhead(1.0, -1.0)
+
+
+def test_known_names_and_unknown_name() -> None:
+    names = _core.known_event_names()
+    for name in ("cycles", "instructions", "task-clock", "page-faults", "context-switches"):
+        assert name in names
+    with pytest.raises(ValueError, match="unknown event"):
+        _core.probe_event("cycels")
+
+
+@linux_only
+def test_software_event_is_available() -> None:
+    probe = _core.probe_event("task-clock")
+    if not probe.available:
+        pytest.skip(f"task-clock unavailable here: {probe.reason}")
+    assert probe.error == 0 and probe.reason == ""
+
+
+@linux_only
+def test_hardware_event_is_available_or_says_why() -> None:
+    probe = _core.probe_event("cycles")
+    if probe.available:
+        assert probe.reason == ""
+    else:
+        assert probe.error != 0 and probe.reason
+        if probe.error == errno.ENOENT:
+            assert "no hardware PMU" in probe.reason
+
+
+@linux_only
+@pytest.mark.parametrize(
+    ("err", "phrase"),
+    [(errno.ENOENT, "no hardware PMU"), (errno.EACCES, "perf_event_paranoid"),
+     (errno.EPERM, "perf_event_paranoid"), (errno.EINVAL, "unsupported"),
+     (errno.ENOSYS, "not available")],
+)
+def test_injected_errno_gives_the_documented_reason(err: int, phrase: str) -> None:
+    _core._inject_open_errno(err, 1)
+    try:
+        probe = _core.probe_event("task-clock")
+    finally:
+        _core._inject_open_errno(0, 0)
+    assert not probe.available and probe.error == err
+    assert phrase in probe.reason
+    assert phrase in _core.perf_open_error_reason(err)
+
+
+def _group_or_skip(names: list[str]) -> _core.CounterGroup:
+    group = _core.CounterGroup(names)
+    if not group.any_available:
+        pytest.skip("no event of " + ", ".join(names) + " opens here: "
+                    + "; ".join(e.reason for e in group.events))
+    return group
+
+
+@linux_only
+def test_task_clock_of_a_known_spin() -> None:
+    _core.spin(1e3)  # the first spin calibrates the TSC; keep that out of the count
+    group = _group_or_skip(["task-clock"])
+    group.start()
+    _core.spin(20e6)
+    group.stop()
+    (reading,) = group.read()
+    assert reading.counted
+    assert 15e6 <= reading.value <= 60e6  # ns of CPU time for a 20 ms busy-wait
+
+
+@linux_only
+def test_page_faults_of_fresh_pages() -> None:
+    pages = 256
+    group = _group_or_skip(["page-faults"])
+    region = mmap.mmap(-1, pages * mmap.PAGESIZE)
+    try:
+        group.start()
+        for i in range(pages):
+            region[i * mmap.PAGESIZE] = 1
+        group.stop()
+    finally:
+        region.close()
+    (reading,) = group.read()
+    assert reading.counted and reading.value >= 0.9 * pages
+
+
+@linux_only
+def test_missing_hardware_is_a_state_not_an_exception() -> None:
+    group = _core.CounterGroup(["cycles", "task-clock"])
+    cycles, task = group.events
+    if cycles.available:
+        pytest.skip("this machine exposes a PMU")
+    assert cycles.reason and not task.reason
+    group.start()
+    _core.spin(1e6)
+    group.stop()
+    r_cycles, r_task = group.read()
+    assert not r_cycles.available and not r_cycles.counted and r_cycles.reason
+    assert r_task.counted and r_task.value > 0
+
+
+def test_counter_group_rejects_unknown_names() -> None:
+    with pytest.raises(ValueError):
+        _core.CounterGroup(["task-clock", "no-such-event"])
+    with pytest.raises(ValueError):
+        _core.CounterGroup([])
+
+
+def test_read_before_start_is_an_error_not_a_crash() -> None:
+    group = _core.CounterGroup(["task-clock"])
+    with pytest.raises(RuntimeError, match="start"):
+        group.read()
