@@ -282,3 +282,16 @@ def test_compare_pyperf_file_with_itself() -> None:
     assert r.returncode == 0, r.stderr
     assert "baseline: pyperf_timeit.json (unpaired saved samples" in r.stdout
     assert NO_DIFF in r.stdout
+
+
+def test_info_lists_event_counters_with_reasons() -> None:
+    r = run("info")
+    assert r.returncode == 0, r.stderr
+    assert "Event counters (perf_event, user space)" in r.stdout
+    table = fastbench.counters.available()
+    usable = [a.name for a in table if a.available]
+    if usable:
+        assert "  available: " + ", ".join(usable) in r.stdout
+    for a in table:
+        if not a.available:
+            assert f"unavailable ({a.reason}):" in r.stdout

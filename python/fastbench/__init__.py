@@ -16,9 +16,10 @@ except ImportError as exc:  # pragma: no cover - exercised only on a broken inst
         "for development) from the source tree; this needs a C++17 compiler and CMake."
     ) from exc
 
-from . import results, stats
+from . import counters, results, stats
 from .clocks import ClockSpec, ClockTable, clocks
 from .compare import Comparison, compare, compare_measurements
+from .counters import CountersUnavailable
 from .errors import ClockUnavailable, FastbenchError
 from .measurement import Measurement
 from .results import ResultsFileError, load, load_any, save
@@ -29,6 +30,7 @@ __all__ = [
     "ClockTable",
     "ClockUnavailable",
     "Comparison",
+    "CountersUnavailable",
     "FastbenchError",
     "Measurement",
     "ResultsFileError",
@@ -37,6 +39,7 @@ __all__ = [
     "clocks",
     "compare",
     "compare_measurements",
+    "counters",
     "load",
     "load_any",
     "measure",

@@ -12,12 +12,12 @@ from typing import Callable, Sequence
 
 from pathlib import Path
 
-from . import __version__, _core, sysinfo
+from . import __version__, _core, counters, sysinfo
 from .clocks import clocks
 from .compare import Comparison, compare, compare_measurements
 from .errors import FastbenchError
 from .measurement import Measurement
-from .report import clock_lines, comparison_lines, isa_lines, measurement_lines
+from .report import clock_lines, comparison_lines, counter_lines, isa_lines, measurement_lines
 from .results import load_any, save
 from .timing import measure, timeit
 
@@ -36,6 +36,7 @@ def info_lines() -> list[str]:
     lines = [f"fastbench {__version__}", "", "Machine"]
     lines += ["  " + line for line in sysinfo.format_machine(sysinfo.machine_info())]
     lines += ["", "Instruction set", *isa_lines(), "", "Clocks", *clock_lines(clocks())]
+    lines += ["", "Event counters (perf_event, user space)", *counter_lines(counters.available())]
     lines += ["", "Noise checks", *sysinfo.format_noise_checks(sysinfo.noise_checks())]
     return lines
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Sequence
 
 from . import _core
 from .clocks import ClockTable
+from .counters import EventAvailability
 from .measurement import Measurement
 from .stats import SampleComparison
 from .units import format_ns
@@ -48,6 +49,19 @@ def clock_lines(clocks: ClockTable) -> list[str]:
         if not c.available:
             lines.append(f"  {c.name}: {c.note}")
     lines.append(f"  auto -> {clocks.auto_reason}")
+    return lines
+
+
+def counter_lines(table: Sequence[EventAvailability]) -> list[str]:
+    """Which events can be counted here; the others grouped by the reason they cannot."""
+    usable = [a.name for a in table if a.available]
+    lines = [f"  available: {', '.join(usable) if usable else 'none'}"]
+    by_reason: dict[str, list[str]] = {}
+    for a in table:
+        if not a.available:
+            by_reason.setdefault(a.reason, []).append(a.name)
+    for reason, names in by_reason.items():
+        lines.append(f"  unavailable ({reason}): {', '.join(names)}")
     return lines
 
 
