@@ -62,7 +62,8 @@ def test_info_shows_every_section() -> None:
 
 
 def test_timeit_prints_the_statistics_line() -> None:
-    r = run("timeit", "-s", "r = range(50)", "-r", "7", "--min-time", "0.002", "sum(r)")
+    r = run("timeit", "-s", "r = range(50)", "-r", "7", "--min-time", "0.002", "--duration", "0",
+            "sum(r)")
     assert r.returncode == 0, r.stderr
     assert STAT_LINE.search(r.stdout), r.stdout
     assert "median of 7 samples" in r.stdout
@@ -70,7 +71,7 @@ def test_timeit_prints_the_statistics_line() -> None:
 
 
 def test_timeit_fixed_loops() -> None:
-    r = run("timeit", "-n", "123", "-r", "6", "--clock", "steady", "x = 1")
+    r = run("timeit", "-n", "123", "-r", "6", "--duration", "0", "--clock", "steady", "x = 1")
     assert r.returncode == 0, r.stderr
     assert "× 123 loops, steady clock" in r.stdout
 
@@ -149,8 +150,8 @@ def _one_error_line(r: subprocess.CompletedProcess[str]) -> str:
 
 def test_timeit_output_file(tmp_path: Path) -> None:
     out = tmp_path / "m.json"
-    r = run("timeit", "-s", "r = range(50)", "-r", "9", "--min-time", "0.002", "-o", str(out),
-            "sum(r)")
+    r = run("timeit", "-s", "r = range(50)", "-r", "9", "--min-time", "0.002", "--duration", "0",
+            "-o", str(out), "sum(r)")
     assert r.returncode == 0, r.stderr
     assert f"saved to {out}" in r.stdout
     m = fastbench.load(out)
@@ -159,6 +160,17 @@ def test_timeit_output_file(tmp_path: Path) -> None:
     assert m.name == "sum(r)"
     assert m.call_floor_kind == "statement"
     assert str(m) in r.stdout  # the file holds what was printed
+
+
+def test_timeit_duration_spreads_samples_over_time(tmp_path: Path) -> None:
+    out = tmp_path / "m.json"
+    r = run("timeit", "-r", "5", "--min-time", "0.002", "--duration", "0.3", "-o", str(out),
+            "x = 1")
+    assert r.returncode == 0, r.stderr
+    m = fastbench.load(out)
+    assert isinstance(m, fastbench.Measurement)
+    assert m.stop_reason == "duration_s"
+    assert m.elapsed_s >= 0.3 and m.n > 5
 
 
 def test_timeit_budget_and_target(tmp_path: Path) -> None:

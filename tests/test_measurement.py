@@ -183,7 +183,7 @@ def test_budget_exhausted_follows_stop_reason(stop: str) -> None:
 
 
 def test_stop_reasons() -> None:
-    assert set(STOP_REASONS) == {"repeat", "target_rel_ci", "max_time_s"}
+    assert set(STOP_REASONS) == {"repeat", "duration_s", "target_rel_ci", "max_time_s"}
 
 
 # -- relative_half_width ----------------------------------------------------------------------

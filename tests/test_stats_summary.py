@@ -16,6 +16,7 @@ from numpy.typing import NDArray
 from scipy import optimize, stats as sps
 
 from fastbench.stats import Summary, median_ci, required_samples, samples_for_power, summarize
+from fastbench.stats import _minor_mode_share
 
 LOGNORMAL = np.random.default_rng(2024).lognormal(mean=np.log(1000.0), sigma=0.1, size=200)
 # Hand-made: median 11, MAD 1, Q1 10.5, Q3 12 (IQR 1.5); 40 is beyond 3 IQR and has
@@ -184,7 +185,30 @@ def test_outlier_counts_on_constructed_array() -> None:
     assert (o.tukey_mild, o.tukey_severe, o.modified_z) == (2, 2, 2)
     assert o.indices == tuple(int(i) for i in np.flatnonzero(np.isin(x, [30, -40, -15, 60])))
     assert s.n == 20 and s.min == -40.0 and s.max == 60.0  # kept
-    assert any("4 outlier(s) of 20 samples: 2 mild and 2 severe" in w for w in s.warnings)
+    # Two on each side: without them the median is still 8.5, so they are only counted.
+    assert not any("outlier" in w for w in s.warnings)
+
+
+def test_outliers_that_move_the_median_are_a_warning() -> None:
+    # 1..16 and four values of 100 (20% of the samples, all above Q3 + 3 IQR = 47.5): the
+    # median is (10 + 11) / 2 = 10.5 with them and 8.5 without, a 19% shift.
+    x = np.concatenate([np.arange(1.0, 17.0), np.full(4, 100.0)])
+    s = summarize(x)
+    assert s.outliers.tukey_severe == 4 and s.median == 10.5
+    assert any("4 outlier(s) of 20 samples: 0 mild and 4 severe" in w for w in s.warnings)
+
+
+def test_interrupted_tail_is_counted_not_warned() -> None:
+    # Timing samples as a VM gives them: 90% near 1000 ns, 10% hit by an interrupt
+    # (+15%). cv and the mean rise; the median stays in the main mode.
+    rng = np.random.default_rng(8)
+    x = rng.normal(1000.0, 2.0, 2000)
+    hit = rng.random(2000) < 0.1
+    x[hit] += 150.0
+    s = summarize(x)
+    assert len(s.outliers.indices) >= hit.sum() * 0.9
+    assert abs(s.median - 1000.0) < 2.0
+    assert s.warnings == ()
 
 
 def test_modified_z_with_zero_mad_flags_every_value_off_the_median() -> None:
@@ -208,6 +232,26 @@ def test_bimodal_mixture_is_flagged_and_normal_is_not() -> None:
     assert normal.bimodality_coefficient is not None
     assert normal.bimodality_coefficient < 5 / 9 and not normal.multimodal
     assert not any("multimodal" in w for w in normal.warnings)
+
+
+@pytest.mark.parametrize(("share", "flagged"), [(0.15, False), (0.3, True)])
+def test_minor_mode_must_hold_a_fifth(share: float, flagged: bool) -> None:
+    # A mode at 118 beside a wide one at 100: BC > 5/9 either way (both inside the outer
+    # fences), but at 15% the median stays inside the main mode.
+    rng = np.random.default_rng(4)
+    k = int(share * 1000)
+    x = rng.permutation(np.concatenate([rng.normal(100, 4, 1000 - k), rng.normal(118, 1, k)]))
+    s = summarize(x)
+    assert s.bimodality_coefficient is not None and s.bimodality_coefficient > 5 / 9
+    assert s.multimodal is flagged
+
+
+def test_minor_mode_share_is_otsus_split() -> None:
+    # Two point masses: the split falls between them whatever their sizes.
+    for low, high in ((3, 17), (10, 10), (17, 3)):
+        x = np.array([1.0] * low + [9.0] * high)
+        assert _minor_mode_share(x) == min(low, high) / (low + high)
+    assert _minor_mode_share(np.full(5, 2.0)) == 0.0
 
 
 def test_multimodal_needs_twenty_samples() -> None:

@@ -28,7 +28,7 @@ import fastbench
 from fastbench import Measurement, Timer, _core, measure, timeit
 from fastbench.stats import median_ci
 
-FAST: dict[str, Any] = {"min_time_s": 0.002, "repeat": 7}
+FAST: dict[str, Any] = {"min_time_s": 0.002, "repeat": 7, "duration_s": None}
 
 
 class Recorder:
@@ -74,7 +74,7 @@ def test_native_spin_net_median_matches_true_duration(ns: float, clock_name: str
     spin = _core.make_spin(ns)
     ratios = []
     for _ in range(ATTEMPTS):
-        m = measure(spin, clock=clock_name, min_time_s=0.0005, repeat=15)
+        m = measure(spin, clock=clock_name, min_time_s=0.0005, repeat=15, duration_s=None)
         assert m.clock == clock_name
         assert m.call_floor_kind == "native"
         true_ns = min(_core.spin_duration_ns(ns, reps=max(1, int(2e5 / ns))) for _ in range(5))
@@ -107,7 +107,7 @@ def test_loop_calibration_honours_min_time(min_time_s: float) -> None:
     for _ in range(ATTEMPTS):
         true_ns = min(_core.spin_duration_ns(spin_ns, reps=5) for _ in range(3))
         needed = math.ceil(min_time_s * 1e9 / true_ns)
-        m = measure(spin, min_time_s=min_time_s, repeat=5)
+        m = measure(spin, min_time_s=min_time_s, repeat=5, duration_s=None)
         assert m.calibration_trials >= 1
         shortest_ns = float(np.min(m.samples_ns * m.loops))
         # No lower bound on loops: on a busy machine each sample takes longer in wall time,
@@ -120,7 +120,7 @@ def test_loop_calibration_honours_min_time(min_time_s: float) -> None:
 
 
 def test_elapsed_covers_the_counted_samples() -> None:
-    m = measure(_core.make_spin(1e5), loops=20, repeat=5, min_time_s=0.002)
+    m = measure(_core.make_spin(1e5), loops=20, repeat=5, duration_s=None, min_time_s=0.002)
     total_s = float(np.sum(m.samples_ns * m.loops)) * 1e-9
     assert 0.99 * total_s <= m.elapsed_s < total_s + 1.0
 
@@ -128,7 +128,7 @@ def test_elapsed_covers_the_counted_samples() -> None:
 # -- bookkeeping ------------------------------------------------------------------------------
 def test_fixed_loops_honoured_exactly() -> None:
     rec = Recorder()
-    m = measure(rec, loops=37, warmup=2, repeat=5)
+    m = measure(rec, loops=37, warmup=2, repeat=5, duration_s=None)
     assert m.loops == 37
     assert m.calibration_trials == 0
     assert rec.calls == 37 * (2 + 5)  # the floors call a no-op, never fn
@@ -150,34 +150,54 @@ def test_warmup_samples_are_the_first_ones() -> None:
         calls[0] += 1
         (slow if calls[0] <= 20 else fast)()
 
-    m = measure(fn, loops=10, warmup=2, repeat=5)
+    m = measure(fn, loops=10, warmup=2, repeat=5, duration_s=None)
     assert m.warmup_samples_ns.min() > 5 * np.median(m.samples_ns)
     assert m.warmup_samples_ns.min() >= 0.9 * 2e5
 
 
 @pytest.mark.parametrize("repeat", [1, 2, 11])
 def test_repeat_gives_that_many_samples(repeat: int) -> None:
-    m = measure(_core.make_spin(1e3), min_time_s=0.002, repeat=repeat)
+    m = measure(_core.make_spin(1e3), min_time_s=0.002, repeat=repeat, duration_s=None)
     assert m.n == repeat == m.samples_ns.size
     assert not m.budget_exhausted
 
 
 def test_max_time_stops_early() -> None:
-    m = measure(_core.make_spin(1e6), loops=1, repeat=100_000, max_time_s=0.02, warmup=0)
+    m = measure(_core.make_spin(1e6), loops=1, repeat=100_000, duration_s=None, max_time_s=0.02, warmup=0)
     assert m.budget_exhausted
     assert 1 <= m.n < 1000
     assert 0.02 <= m.elapsed_s < 2.0
 
 
 def test_max_time_always_takes_one_sample() -> None:
-    m = measure(_core.make_spin(1e5), loops=2, repeat=5, max_time_s=1e-9)
+    m = measure(_core.make_spin(1e5), loops=2, repeat=5, duration_s=None, max_time_s=1e-9)
     assert m.n == 1
     assert m.budget_exhausted
 
 
 def test_max_time_not_reached() -> None:
-    m = measure(_core.make_spin(1e3), loops=10, repeat=5, max_time_s=10.0)
+    m = measure(_core.make_spin(1e3), loops=10, repeat=5, duration_s=None, max_time_s=10.0)
     assert m.n == 5 and not m.budget_exhausted
+
+
+def test_duration_keeps_sampling_after_repeat() -> None:
+    m = measure(_core.make_spin(1e4), loops=10, repeat=5, duration_s=0.2, warmup=0)
+    assert m.stop_reason == "duration_s" and not m.budget_exhausted
+    assert m.elapsed_s >= 0.2
+    # Each sample is 10 x 10 µs of spin, so 0.2 s holds up to 2000 of them.
+    assert 5 < m.n <= 2000
+
+
+def test_duration_is_capped_by_the_budget() -> None:
+    m = measure(_core.make_spin(1e4), loops=10, repeat=5, duration_s=5.0, max_time_s=0.1,
+                warmup=0)
+    assert m.stop_reason == "max_time_s" and m.budget_exhausted
+    assert 0.1 <= m.elapsed_s < 1.0 and m.n > 5
+
+
+def test_repeat_beyond_duration_is_honoured() -> None:
+    m = measure(_core.make_spin(1e4), loops=10, repeat=50, duration_s=1e-3, warmup=0)
+    assert (m.n, m.stop_reason) == (50, "repeat")
 
 
 def test_name_defaults_to_qualname() -> None:
@@ -189,7 +209,7 @@ def test_name_defaults_to_qualname() -> None:
 
 
 def test_numpy_integers_accepted_as_counts() -> None:
-    m = measure(_core.make_spin(1e3), loops=np.int64(4), repeat=np.int32(3), min_time_s=0.002)
+    m = measure(_core.make_spin(1e3), loops=np.int64(4), repeat=np.int32(3), duration_s=None, min_time_s=0.002)
     assert (m.loops, m.n) == (4, 3)
 
 
@@ -197,7 +217,7 @@ def test_numpy_integers_accepted_as_counts() -> None:
 def test_args_and_kwargs_reach_fn() -> None:
     rec = Recorder()
     marker = object()
-    measure(rec, 1, "two", marker, key=3.0, other=marker, loops=2, warmup=0, repeat=2)
+    measure(rec, 1, "two", marker, key=3.0, other=marker, loops=2, warmup=0, repeat=2, duration_s=None)
     assert rec.calls == 4
     assert all(s == ((1, "two", marker), {"key": 3.0, "other": marker}) for s in rec.seen)
     assert rec.seen[0][0][2] is marker
@@ -209,7 +229,7 @@ def test_kwarg_named_fn_reaches_fn() -> None:
     def target(fn: Any) -> None:
         seen.append(fn)
 
-    m = measure(target, fn="value", loops=3, warmup=0, repeat=1)
+    m = measure(target, fn="value", loops=3, warmup=0, repeat=1, duration_s=None)
     assert seen == ["value"] * 3
     assert m.call_floor_kind == "python"
 
@@ -222,7 +242,7 @@ def test_kwarg_named_fn_reaches_fn() -> None:
 def test_any_kwarg_names_with_positional_args(kwargs: dict[str, Any]) -> None:
     # The Python call floor must accept exactly what fn accepts, whatever the names.
     rec = Recorder()
-    m = measure(rec, 1, 2, loops=2, warmup=0, repeat=1, **kwargs)
+    m = measure(rec, 1, 2, loops=2, warmup=0, repeat=1, duration_s=None, **kwargs)
     assert rec.seen[0] == ((1, 2), kwargs)
     assert m.call_floor_kind == "python"
 
@@ -248,6 +268,9 @@ def test_any_kwarg_names_with_positional_args(kwargs: dict[str, Any]) -> None:
         ({"max_time_s": float("inf")}, ValueError),
         ({"max_time_s": float("nan")}, ValueError),
         ({"max_time_s": 0.0}, ValueError),
+        ({"duration_s": 0.0}, ValueError),
+        ({"duration_s": float("nan")}, ValueError),
+        ({"duration_s": "1"}, TypeError),
         ({"clock": "bogus"}, ValueError),
         ({"clock": 1}, TypeError),
     ],
@@ -279,7 +302,7 @@ def test_exception_from_fn_propagates_unchanged(fail_at_call: int, gc_restored: 
     loops = None if fail_at_call == 1 else 10
     gc.enable()
     with pytest.raises(LookupError) as info:
-        measure(failing_fn, loops=loops, warmup=0, repeat=100, min_time_s=0.002)
+        measure(failing_fn, loops=loops, warmup=0, repeat=100, duration_s=None, min_time_s=0.002)
     assert info.value is err
     assert type(info.value) is LookupError
     assert "failing_fn" in [frame.name for frame in traceback.extract_tb(info.value.__traceback__)]
@@ -325,7 +348,7 @@ def test_keyboard_interrupt_stops_a_long_run(gc_restored: None) -> None:
         killer = subprocess.Popen(["sh", "-c", f"sleep 0.3; kill -INT {os.getpid()}"])
         with pytest.raises(KeyboardInterrupt):
             # Without the interrupt this would run ~1000 s; max_time_s caps it at 8 s.
-            measure(spin, repeat=100_000, min_time_s=0.01, max_time_s=8.0)
+            measure(spin, repeat=100_000, duration_s=None, min_time_s=0.01, max_time_s=8.0)
         elapsed = time.monotonic() - start
     finally:
         if killer is not None:
@@ -415,7 +438,7 @@ STR_PATTERN = re.compile(
 
 
 def test_str_of_real_measurement() -> None:
-    m = measure(_core.make_spin(1e3), min_time_s=0.002, repeat=30)
+    m = measure(_core.make_spin(1e3), min_time_s=0.002, repeat=30, duration_s=None)
     assert STR_PATTERN.match(str(m)), str(m)
 
 
@@ -483,7 +506,7 @@ def test_timeit_statement_with_setup() -> None:
 def test_timeit_statement_with_globals() -> None:
     rec = Recorder()
     glob = {"record": rec, "value": 5}
-    m = timeit("record(value)", globals=glob, loops=3, warmup=1, repeat=4)
+    m = timeit("record(value)", globals=glob, loops=3, warmup=1, repeat=4, duration_s=None)
     assert rec.calls == 3 * (1 + 4)
     assert rec.seen[0] == ((5,), {})
     assert (m.loops, m.n, m.calibration_trials) == (3, 4, 0)
@@ -498,7 +521,7 @@ def test_timeit_setup_runs_outside_the_loop() -> None:
         globals=glob,
         loops=50,
         warmup=0,
-        repeat=3,
+        repeat=3, duration_s=None,
     )
     assert counts["stmt"] == 50 * 3
     assert 3 <= counts["setup"] < 50
@@ -508,7 +531,7 @@ def test_timeit_multiline_statement_and_setup() -> None:
     glob: dict[str, Any] = {"out": []}
     stmt = "a = base * 2\nif a:\n    out.append(a)"
     setup = "import math\nbase = math.floor(2.5)"
-    timeit(stmt, setup=setup, globals=glob, loops=2, warmup=0, repeat=1)
+    timeit(stmt, setup=setup, globals=glob, loops=2, warmup=0, repeat=1, duration_s=None)
     assert glob["out"] == [4, 4]
 
 
@@ -534,7 +557,7 @@ def test_timeit_non_string_statement() -> None:
 
 def test_timeit_callable_delegates_to_measure() -> None:
     rec = Recorder()
-    m = timeit(rec, loops=5, warmup=0, repeat=2)
+    m = timeit(rec, loops=5, warmup=0, repeat=2, duration_s=None)
     assert rec.calls == 10
     assert m.call_floor_kind == "python"
     assert timeit(_core.make_spin(1e3), **FAST).call_floor_kind == "native"
@@ -619,7 +642,7 @@ def test_target_rel_ci_reached() -> None:
     spin = _core.make_spin(2e3)
     seen = []
     for _ in range(ATTEMPTS):
-        m = measure(spin, target_rel_ci=0.02, repeat=10, min_time_s=0.002, max_time_s=5.0)
+        m = measure(spin, target_rel_ci=0.02, repeat=10, duration_s=None, min_time_s=0.002, max_time_s=5.0)
         seen.append((m.stop_reason, m.rel_ci, m.n))
         if m.stop_reason == "target_rel_ci":
             break
@@ -633,7 +656,7 @@ def test_target_rel_ci_reached() -> None:
 
 def test_unreachable_target_stops_at_the_budget() -> None:
     t0 = time.monotonic()
-    m = measure(_core.make_spin(2e3), target_rel_ci=1e-7, repeat=10, min_time_s=0.002,
+    m = measure(_core.make_spin(2e3), target_rel_ci=1e-7, repeat=10, duration_s=None, min_time_s=0.002,
                 max_time_s=0.3)
     wall_s = time.monotonic() - t0
     assert m.stop_reason == "max_time_s"
@@ -649,7 +672,7 @@ def test_unreachable_target_stops_at_the_budget() -> None:
 
 
 def test_max_time_without_target() -> None:
-    m = measure(_core.make_spin(2e3), repeat=100_000, min_time_s=0.002, max_time_s=0.05)
+    m = measure(_core.make_spin(2e3), repeat=100_000, duration_s=None, min_time_s=0.002, max_time_s=0.05)
     assert m.stop_reason == "max_time_s"
     assert 1 <= m.n < 100_000
     assert m.target_rel_ci is None
@@ -657,7 +680,7 @@ def test_max_time_without_target() -> None:
 
 
 def test_without_target_or_budget_stops_at_repeat() -> None:
-    m = measure(_core.make_spin(1e3), repeat=8, min_time_s=0.002)
+    m = measure(_core.make_spin(1e3), repeat=8, duration_s=None, min_time_s=0.002)
     assert (m.stop_reason, m.n, m.target_rel_ci) == ("repeat", 8, None)
 
 
@@ -679,7 +702,7 @@ def test_invalid_target_rel_ci(target: Any, error: type[Exception]) -> None:
 def test_timeit_accepts_target_rel_ci() -> None:
     seen = []
     for _ in range(ATTEMPTS):
-        m = timeit("sum(r)", setup="r = range(200)", target_rel_ci=0.05, repeat=10,
+        m = timeit("sum(r)", setup="r = range(200)", target_rel_ci=0.05, repeat=10, duration_s=None,
                    min_time_s=0.002, max_time_s=5.0)
         seen.append((m.stop_reason, m.rel_ci))
         if m.stop_reason == "target_rel_ci":
@@ -691,7 +714,7 @@ def test_timeit_accepts_target_rel_ci() -> None:
 
 
 def test_timeit_callable_passes_target_rel_ci_on() -> None:
-    m = timeit(_core.make_spin(1e3), target_rel_ci=1e-7, repeat=6, min_time_s=0.002,
+    m = timeit(_core.make_spin(1e3), target_rel_ci=1e-7, repeat=6, duration_s=None, min_time_s=0.002,
                max_time_s=0.05)
     assert (m.target_rel_ci, m.stop_reason) == (1e-7, "max_time_s")
     assert m.call_floor_kind == "native"

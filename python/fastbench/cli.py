@@ -19,7 +19,7 @@ from .errors import FastbenchError
 from .measurement import Measurement
 from .report import clock_lines, comparison_lines, counter_lines, isa_lines, measurement_lines
 from .results import load_any, save
-from .timing import measure, timeit
+from .timing import DEFAULT_DURATION_S, DEFAULT_SAMPLE_S, measure, timeit
 
 # Exit status of `compare` when a significant slowdown beyond --fail-slower was found
 # (1 is any error, 2 a usage error).
@@ -50,7 +50,8 @@ def cmd_timeit(args: argparse.Namespace) -> int:
     stmt = "\n".join(args.stmt) or "pass"
     setup = "\n".join(args.setup) or "pass"
     m = timeit(stmt, setup=setup, globals={}, warmup=args.warmup, min_time_s=args.min_time,
-               repeat=args.repeat, loops=args.number, clock=args.clock,
+               repeat=args.repeat, duration_s=args.duration or None, loops=args.number,
+               clock=args.clock,
                max_time_s=args.max_time, target_rel_ci=args.target_rel_ci)
     _out(measurement_lines(m))
     if args.output:
@@ -140,11 +141,11 @@ def cmd_tour(args: argparse.Namespace) -> int:
     timed = ["", "Timing two small workloads (fastbench.measure, native loop)"]
     _out(timed)
     for label, fn in _tour_workloads():
-        block = [f"- {label}", *measurement_lines(measure(fn, name=label, min_time_s=0.005, repeat=15))]
+        block = [f"- {label}", *measurement_lines(measure(fn, name=label))]
         _out(block)
         timed += block
     spin_ns = 1000.0
-    m = measure(_core.make_spin(spin_ns), name="native 1 µs spin", min_time_s=0.005, repeat=15)
+    m = measure(_core.make_spin(spin_ns), name="native 1 µs spin")
     truth = _core.spin_duration_ns(spin_ns)
     block = [
         "- native spin of known duration (accuracy check)",
@@ -184,9 +185,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("stmt", nargs="*", help="statement(s) to time (joined by newlines)")
     p.add_argument("-s", "--setup", action="append", default=[], help="setup statement (repeatable)")
     p.add_argument("-n", "--number", type=int, default=None, help="loops per sample (default: calibrated)")
-    p.add_argument("-r", "--repeat", type=int, default=100, help="counted samples (default 100)")
+    p.add_argument("-r", "--repeat", type=int, default=100,
+                   help="minimum counted samples (default 100)")
     p.add_argument("-w", "--warmup", type=int, default=1, help="warmup samples (default 1)")
-    p.add_argument("--min-time", type=float, default=0.001, help="seconds per sample (default 0.001)")
+    p.add_argument("--min-time", type=float, default=DEFAULT_SAMPLE_S,
+                   help=f"seconds per sample (default {DEFAULT_SAMPLE_S:g})")
+    p.add_argument("--duration", type=float, default=DEFAULT_DURATION_S,
+                   help=f"minimum seconds of counted samples (default {DEFAULT_DURATION_S:g}; "
+                   "0 stops at --repeat)")
     p.add_argument("--clock", default="auto", choices=["auto", "tsc", "steady"])
     p.add_argument("--max-time", type=float, default=None, help="time budget in seconds")
     p.add_argument("--target-rel-ci", type=float, default=None,

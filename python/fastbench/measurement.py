@@ -19,7 +19,7 @@ _PERCENTILES = (5, 25, 50, 75, 95, 99)
 
 # Why sampling stopped: all `repeat` samples taken, the `target_rel_ci` reached, or the
 # `max_time_s` budget spent first.
-STOP_REASONS = ("repeat", "target_rel_ci", "max_time_s")
+STOP_REASONS = ("repeat", "duration_s", "target_rel_ci", "max_time_s")
 
 
 @dataclass(frozen=True, eq=False)
@@ -56,7 +56,7 @@ class Measurement:
     target_rel_ci : float or None
         The precision asked for (relative half-width of the median's 95% CI), if any.
     stop_reason : str
-        One of STOP_REASONS: "repeat", "target_rel_ci" or "max_time_s".
+        One of STOP_REASONS: "repeat", "duration_s", "target_rel_ci" or "max_time_s".
     warnings : tuple of str
         Reasons not to trust the figure (high variation, few samples, multimodal, drift,
         clock fallback, a result within the noise of the call floor...). Reports print them.

@@ -93,6 +93,11 @@ def measurement_lines(m: Measurement) -> list[str]:
         f"± {format_ns(m.call_floor_mad_ns, 2)} MAD, loop {format_ns(m.overhead_ns)} "
         f"± {format_ns(m.overhead_mad_ns, 2)} MAD per iteration"
     )
+    flagged = len(m.summary.outliers.indices)
+    lines.append(
+        f"  {m.n:,} samples over {m.elapsed_s:.2f} s; {flagged:,} outlier(s) "
+        f"({flagged / m.n:.1%}: Tukey fences or modified z), counted and kept"
+    )
     if m.stop_reason == "max_time_s":
         lines.append("  note: the time budget ended sampling before its goal")
     elif m.stop_reason == "target_rel_ci":

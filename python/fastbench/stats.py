@@ -42,7 +42,9 @@ _PERCENTILES = (5, 25, 50, 75, 95, 99)
 # Summary thresholds (documented on Summary).
 _HIGH_CV = 0.1
 _OUTLIER_SHARE = 0.05  # warn when more than 5% of the samples (and more than one) are outliers
+_OUTLIER_MEDIAN_SHIFT = 0.01  # ... and leaving them out would move the median by more than 1%
 _BC_UNIFORM = 5.0 / 9.0
+_MINOR_MODE_SHARE = 0.2  # a second mode matters to the median once it holds a fifth
 _MULTIMODAL_MIN_N = 20  # the sample BC is too noisy below this
 _TREND_MIN_N = 8
 _DRIFT_P = 0.01
@@ -252,10 +254,15 @@ class Summary:
         outliers, counted in ``outliers``, do not pass for a second mode. None for fewer
         than 4 such samples or when they are all equal (skewness undefined).
     multimodal : bool
-        ``BC > 5/9`` (about 0.555) and n >= 20. 5/9 is the BC of the uniform distribution:
-        unimodal symmetric distributions lie below it, and mixtures of separated modes above
-        it. BC also grows with skewness, so a strongly skewed sample can pass 5/9 too, and
-        at small n the sample BC is noisy: read this as a hint to look at a histogram.
+        ``BC > 5/9`` (about 0.555), n >= 20, and the smaller side of the best two-group
+        split of those samples (Otsu's threshold: the split of the sorted values with the
+        largest between-group variance) holds at least 20% of them. 5/9 is the BC of the
+        uniform distribution: unimodal symmetric distributions lie below it, and mixtures
+        of separated modes above it. BC also grows with skewness, so a strongly skewed
+        sample can pass 5/9 too, and at small n the sample BC is noisy: read this as a hint
+        to look at a histogram. A minor mode under 20% leaves the median inside the main
+        mode; short timing samples have one (those a timer interrupt or a VM exit hit), so
+        it is not reported.
     trend_tau, trend_p : float or None
         Mann-Kendall trend test: Kendall's tau-b between sample order and value, with its
         two-sided p-value from ``scipy.stats.kendalltau(range(n), x)`` (Mann 1945,
@@ -266,8 +273,12 @@ class Summary:
         (warm-up, thermal throttling, a competing process). The tau floor keeps long runs
         with a tiny, harmless slope from being flagged.
     warnings : tuple of str
-        One sentence each for: high variation (cv > 0.1), few samples (n < 10), outliers
-        (when more than one and more than 5% of the samples), multimodality, drift.
+        One sentence each for: high variation (the spread of the bulk, 1.4826 MAD / median,
+        above 10%; cv is quoted beside it), few samples (n < 10), outliers (when more than
+        one, more than 5% of the samples, and leaving them out would move the median by
+        more than 1%: otherwise they are only counted), multimodality, drift. The rules
+        judge the median, the figure fastbench reports: a tail of interrupted samples
+        inflates cv and the mean but not the median, and on a VM every run has one.
     """
 
     n: int
@@ -342,6 +353,30 @@ def _bimodality_coefficient(x: NDArray[np.float64], median: float) -> float | No
     return (g * g + 1.0) / (k + 3.0 * (n - 1) ** 2 / ((n - 2) * (n - 3)))
 
 
+def _minor_mode_share(x: NDArray[np.float64]) -> float:
+    """Share of the smaller group in Otsu's two-group split of ``x`` (0 for < 2 values)."""
+    v = np.sort(x)
+    n = v.size
+    if n < 2 or v[0] == v[-1]:
+        return 0.0
+    k = np.arange(1, n)  # sizes of the lower group
+    lower_sum = np.cumsum(v)[:-1]
+    mean_lo = lower_sum / k
+    mean_hi = (v.sum() - lower_sum) / (n - k)
+    between = k * (n - k) * (mean_hi - mean_lo) ** 2
+    best = int(k[int(np.argmax(between))])
+    return min(best, n - best) / n
+
+
+def _median_shift(x: NDArray[np.float64], median: float, outliers: Outliers) -> float:
+    """How far the median moves, relative to itself, when the flagged outliers are left out."""
+    keep = np.ones(x.size, dtype=bool)
+    keep[list(outliers.indices)] = False
+    if not keep.any() or median == 0.0:
+        return math.inf
+    return abs(float(np.median(x[keep])) - median) / abs(median)
+
+
 def _trend(x: NDArray[np.float64]) -> tuple[float | None, float | None]:
     n = x.size
     if n < _TREND_MIN_N:
@@ -410,7 +445,12 @@ def _summarize(x: NDArray[np.float64], confidence: float) -> Summary:
     q1, q3 = np.percentile(x, [25.0, 75.0])
     core = x[(x >= q1 - 3.0 * (q3 - q1)) & (x <= q3 + 3.0 * (q3 - q1))]
     bc = _bimodality_coefficient(core, float(np.median(core)))
-    multimodal = bc is not None and bc > _BC_UNIFORM and n >= _MULTIMODAL_MIN_N
+    multimodal = (
+        bc is not None
+        and bc > _BC_UNIFORM
+        and n >= _MULTIMODAL_MIN_N
+        and _minor_mode_share(core) >= _MINOR_MODE_SHARE
+    )
     tau, trend_p = _trend(x)
     drift = (
         tau is not None
@@ -420,17 +460,23 @@ def _summarize(x: NDArray[np.float64], confidence: float) -> Summary:
     )
 
     notes: list[str] = []
-    if cv is not None and cv > _HIGH_CV:
+    robust_cv = 1.4826 * mad / abs(median) if median != 0.0 else None
+    if cv is not None and robust_cv is not None and robust_cv > _HIGH_CV:
         notes.append(
-            f"high variation: the coefficient of variation is {cv:.1%} (above 10%); "
+            f"high variation: the bulk of the samples spreads {robust_cv:.1%} of the median "
+            f"(1.4826 MAD; the coefficient of variation is {cv:.1%}); "
             "the machine may be busy or the benchmark unstable"
         )
     if n < _FEW_SAMPLES:
         notes.append(f"few samples: {n} (at least {_FEW_SAMPLES} recommended)")
     flagged = len(outliers.indices)
-    # A stray interrupt or two is normal in timing data and moves no median: warn only
-    # when outliers are a notable share of the samples (they are always counted).
-    if flagged > max(1.0, _OUTLIER_SHARE * n):
+    # Interrupted samples are normal in timing data and move no median: warn only when
+    # outliers are a notable share of the samples and the median depends on them (they
+    # are always counted).
+    if (
+        flagged > max(1.0, _OUTLIER_SHARE * n)
+        and _median_shift(x, median, outliers) > _OUTLIER_MEDIAN_SHIFT
+    ):
         notes.append(
             f"{flagged} outlier(s) of {n} samples: {outliers.tukey_mild} mild and "
             f"{outliers.tukey_severe} severe by Tukey's fences, {outliers.modified_z} by the "

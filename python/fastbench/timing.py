@@ -30,6 +30,13 @@ __all__ = ["Measurement", "Timer", "measure", "timeit"]
 
 # Samples taken of each floor (empty native loop, no-op call) at the measured loops count.
 _FLOOR_SAMPLES = 9
+# Default duration of one sample. Short samples are the point: a burst of interference
+# (another process, the hypervisor) then spoils only the few samples it overlaps.
+DEFAULT_SAMPLE_S = 1e-4
+# Default minimum wall time of the counted samples. The speed of a shared machine wanders
+# by several percent over a few hundred milliseconds; a median over a second of short
+# samples averages that wander out, where 0.1 s of samples reports whichever phase it hit.
+DEFAULT_DURATION_S = 1.0
 # With a precision target and no budget, sampling stops after this long all the same.
 DEFAULT_ADAPTIVE_BUDGET_S = 10.0
 
@@ -73,6 +80,7 @@ class RunConfig:
     disable_gc: bool
     max_time_s: float | None
     target_rel_ci: float | None = None
+    duration_s: float | None = None
 
 
 def run_config(
@@ -84,6 +92,7 @@ def run_config(
     disable_gc: object,
     max_time_s: object,
     target_rel_ci: object = None,
+    duration_s: object = None,
 ) -> RunConfig:
     """Check every setting of a run, raising TypeError/ValueError with the reason."""
     return RunConfig(
@@ -95,6 +104,7 @@ def run_config(
         disable_gc=bool(disable_gc),
         max_time_s=None if max_time_s is None else _check_seconds("max_time_s", max_time_s),
         target_rel_ci=None if target_rel_ci is None else _check_fraction("target_rel_ci", target_rel_ci),
+        duration_s=None if duration_s is None else _check_seconds("duration_s", duration_s),
     )
 
 
@@ -178,13 +188,37 @@ class Target:
         return replace(m, warnings=measurement_warnings(m, _core.auto_clock()[1]))
 
 
+def _fill_duration(target: Target, cfg: RunConfig, samples: list[float],
+                   elapsed: float) -> tuple[float, bool]:
+    """More samples until ``cfg.duration_s`` of counted sampling has passed, within the
+    budget: (elapsed s, whether the budget ended it)."""
+    goal = cfg.duration_s or 0.0
+    if cfg.max_time_s is not None:
+        goal = min(goal, cfg.max_time_s)
+    while elapsed < goal and samples:
+        per_sample = elapsed / len(samples)
+        # The native run stops when the time left is spent; the count only sizes its buffer.
+        n = int((goal - elapsed) / max(per_sample, 1e-7) * 1.25) + 8
+        more, _, spent = target.sample(min(n, 1_000_000), goal - elapsed)
+        samples += more
+        elapsed += spent
+    return elapsed, cfg.max_time_s is not None and goal == cfg.max_time_s and elapsed >= goal
+
+
 def _collect(target: Target, cfg: RunConfig) -> Measurement:
-    """Counted samples: ``repeat`` of them, then more while the precision target is unmet."""
+    """Counted samples: ``repeat`` of them, then more until ``duration_s`` has passed, then
+    more while the precision target is unmet."""
     samples, exhausted, elapsed = target.sample(cfg.repeat, cfg.max_time_s or 0.0)
     if exhausted:  # the budget ended even the minimum of `repeat` samples
         return target.measurement(samples, elapsed, "max_time_s", cfg)
+    reason = "repeat"
+    if cfg.duration_s is not None and elapsed < cfg.duration_s:
+        elapsed, exhausted = _fill_duration(target, cfg, samples, elapsed)
+        if exhausted:  # a budget shorter than duration_s
+            return target.measurement(samples, elapsed, "max_time_s", cfg)
+        reason = "duration_s"
     if cfg.target_rel_ci is None:
-        return target.measurement(samples, elapsed, "repeat", cfg)
+        return target.measurement(samples, elapsed, reason, cfg)
     budget = cfg.max_time_s or DEFAULT_ADAPTIVE_BUDGET_S
     while True:
         rel = relative_half_width(median_ci(samples), float(np.median(samples)))
@@ -269,8 +303,9 @@ def measure(
     /,
     *args: Any,
     warmup: int = 1,
-    min_time_s: float = 0.001,
+    min_time_s: float = DEFAULT_SAMPLE_S,
     repeat: int = 100,
+    duration_s: float | None = DEFAULT_DURATION_S,
     loops: int | None = None,
     clock: str = "auto",
     disable_gc: bool = True,
@@ -292,13 +327,20 @@ def measure(
     warmup : int
         Samples run before the counted ones and kept apart (``warmup_samples_ns``).
     min_time_s : float
-        Minimum duration of one sample in seconds; ``loops`` is chosen to reach it (and at
-        least 1000 clock-resolution steps). Short samples are the default on purpose: a
-        burst of interference (another process, the hypervisor) then spoils only the few
-        samples it overlaps, which the median ignores, instead of inflating long ones. Search: start at 1 loop, scale by the predicted
-        ratio (x2..x100 per trial); usually two or three trials.
+        Minimum duration of one sample in seconds (default 100 µs); ``loops`` is chosen to
+        reach it (and at least 1000 clock-resolution steps). Short samples are the default
+        on purpose: a burst of interference (another process, the hypervisor) then spoils
+        only the few samples it overlaps, which the median ignores, instead of inflating
+        long ones. Search: start at 1 loop, scale by the predicted ratio (x2..x100 per
+        trial); usually two or three trials.
     repeat : int
-        Counted samples (the minimum, when ``target_rel_ci`` is given).
+        Minimum number of counted samples.
+    duration_s : float or None
+        Minimum wall time of the counted samples (default 1 s): after ``repeat`` samples,
+        sampling goes on until this much time has passed (``stop_reason == "duration_s"``).
+        A shared machine's speed wanders by several percent over hundreds of
+        milliseconds; spreading the samples over a second makes the median of one run
+        agree with the next. ``None`` stops at ``repeat`` samples. ``max_time_s`` caps it.
     loops : int, optional
         Fixed calls per sample; skips the search.
     clock : {"auto", "tsc", "steady"}
@@ -337,7 +379,8 @@ def measure(
     """
     if not callable(fn):
         raise TypeError(f"fn must be callable, got {type(fn).__name__}")
-    cfg = run_config(warmup, min_time_s, repeat, loops, clock, disable_gc, max_time_s, target_rel_ci)
+    cfg = run_config(warmup, min_time_s, repeat, loops, clock, disable_gc, max_time_s,
+                     target_rel_ci, duration_s)
     return run_target(callable_target(fn, tuple(args), dict(kwargs), cfg.clock, name), cfg)
 
 
@@ -380,8 +423,9 @@ def timeit(
     globals: dict[str, Any] | None = None,  # noqa: A002 - the stdlib's name
     *,
     warmup: int = 1,
-    min_time_s: float = 0.001,
+    min_time_s: float = DEFAULT_SAMPLE_S,
     repeat: int = 100,
+    duration_s: float | None = DEFAULT_DURATION_S,
     loops: int | None = None,
     clock: str = "auto",
     disable_gc: bool = True,
@@ -402,11 +446,12 @@ def timeit(
     """
     if callable(stmt):
         return measure(
-            stmt, warmup=warmup, min_time_s=min_time_s, repeat=repeat, loops=loops,
-            clock=clock, disable_gc=disable_gc, max_time_s=max_time_s,
+            stmt, warmup=warmup, min_time_s=min_time_s, repeat=repeat, duration_s=duration_s,
+            loops=loops, clock=clock, disable_gc=disable_gc, max_time_s=max_time_s,
             target_rel_ci=target_rel_ci,
         )
-    cfg = run_config(warmup, min_time_s, repeat, loops, clock, disable_gc, max_time_s, target_rel_ci)
+    cfg = run_config(warmup, min_time_s, repeat, loops, clock, disable_gc, max_time_s,
+                     target_rel_ci, duration_s)
     glob = {} if globals is None else globals
     return run_target(statement_target(stmt, setup, glob, cfg.clock), cfg)
 

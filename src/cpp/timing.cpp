@@ -21,11 +21,18 @@ Calibration calibrate_loops(const SampleFn& sample, ClockId clock, double min_ti
   cal.target_ns = std::max(min_time_s * 1e9, 1000.0 * resolution_ns);
   std::uint64_t loops = 1;
   for (;;) {
-    const double ns = ticks_to_ns(clock, static_cast<double>(sample(loops)));
+    double ns = ticks_to_ns(clock, static_cast<double>(sample(loops)));
     ++cal.trials;
+    if (between) between();
+    if (ns >= cal.target_ns) {
+      // One long sample may be a cold first call or an interrupt: confirm with a second
+      // and keep the shorter, so the loops count is not settled on an accident.
+      ns = std::min(ns, ticks_to_ns(clock, static_cast<double>(sample(loops))));
+      ++cal.trials;
+      if (between) between();
+    }
     cal.loops = loops;
     cal.sample_ns = ns;
-    if (between) between();
     if (ns >= cal.target_ns) return cal;
     if (loops >= max_loops) {
       throw std::overflow_error("[calibrate_loops] " + std::to_string(max_loops) +
