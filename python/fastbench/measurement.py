@@ -12,6 +12,7 @@ from typing import Any, Mapping
 import numpy as np
 from numpy.typing import NDArray
 
+from .counters import SampleCounts
 from .stats import Summary, median_ci, summarize
 from .units import format_ns
 
@@ -60,6 +61,8 @@ class Measurement:
     warnings : tuple of str
         Reasons not to trust the figure (high variation, few samples, multimodal, drift,
         clock fallback, a result within the noise of the call floor...). Reports print them.
+    counters : SampleCounts or None
+        Event counts per call when ``measure`` was given ``counters=[...]``.
     """
 
     samples_ns: NDArray[np.float64]
@@ -77,6 +80,7 @@ class Measurement:
     target_rel_ci: float | None = None
     stop_reason: str = "repeat"
     warnings: tuple[str, ...] = ()
+    counters: SampleCounts | None = None
     _cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     # -- summary figures ------------------------------------------------------------------
@@ -169,6 +173,7 @@ class Measurement:
             "target_rel_ci": self.target_rel_ci,
             "stop_reason": self.stop_reason,
             "warnings": list(self.warnings),
+            "counters": None if self.counters is None else self.counters.to_dict(),
         }
 
     @classmethod
@@ -208,6 +213,7 @@ class Measurement:
             target_rel_ci=None if target is None else float(target),
             stop_reason=stop_reason,
             warnings=tuple(str(w) for w in data.get("warnings", ())),
+            counters=None if data.get("counters") is None else SampleCounts.from_dict(data["counters"]),
         )
 
     def __str__(self) -> str:

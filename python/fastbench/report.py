@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Sequence
 
 from . import _core
 from .clocks import ClockTable
-from .counters import EventAvailability
+from .counters import EventAvailability, SampleCounts
 from .measurement import Measurement
 from .stats import SampleComparison
 from .units import format_ns
@@ -65,6 +65,23 @@ def counter_lines(table: Sequence[EventAvailability]) -> list[str]:
     return lines
 
 
+def sample_counter_lines(sc: SampleCounts) -> list[str]:
+    """Counts per call of a measurement's counted samples, derived metrics, what was skipped."""
+    n = max((len(v) for v in sc.per_sample.values()), default=0)
+    lines = [f"  counters per call (median of {n} samples × {sc.loops:,} loops, "
+             f"{sc.read_path} path{', multiplexed and scaled' if sc.scaled else ''}):"]
+    for name, value in sc.per_call.items():
+        running = sc.running_fraction.get(name, 1.0)
+        extra = f"   (running {running:.0%})" if running < 1.0 else ""
+        unit = " ns" if name in ("task-clock", "cpu-clock") else ""
+        lines.append(f"    {name:<24}{value:>16,.2f}{unit}{extra}")
+    for key, value in sc.derived.items():
+        lines.append(f"    {key:<24}{value:>16,.3f}")
+    for name, reason in sc.skipped.items():
+        lines.append(f"    {name:<24}{'not counted':>16}: {reason}")
+    return lines
+
+
 def isa_lines() -> list[str]:
     """Instruction-set features found at run time, and the TSC facts behind the clocks."""
     f = _core.cpu_features()
@@ -98,6 +115,8 @@ def measurement_lines(m: Measurement) -> list[str]:
         f"  {m.n:,} samples over {m.elapsed_s:.2f} s; {flagged:,} outlier(s) "
         f"({flagged / m.n:.1%}: Tukey fences or modified z), counted and kept"
     )
+    if m.counters is not None:
+        lines += sample_counter_lines(m.counters)
     if m.stop_reason == "max_time_s":
         lines.append("  note: the time budget ended sampling before its goal")
     elif m.stop_reason == "target_rel_ci":

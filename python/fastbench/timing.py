@@ -16,13 +16,14 @@ import textwrap
 import types
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 from numpy.typing import NDArray
 
 from . import _core
 from .clocks import resolve_clock
+from .counters import CountersUnavailable, check_events, count_samples
 from .measurement import Measurement, measurement_warnings, relative_half_width
 from .stats import median_ci
 
@@ -81,6 +82,8 @@ class RunConfig:
     max_time_s: float | None
     target_rel_ci: float | None = None
     duration_s: float | None = None
+    counters: tuple[str, ...] | None = None
+    counters_missing: str = "raise"
 
 
 def run_config(
@@ -93,6 +96,8 @@ def run_config(
     max_time_s: object,
     target_rel_ci: object = None,
     duration_s: object = None,
+    counters: object = None,
+    counters_missing: object = "raise",
 ) -> RunConfig:
     """Check every setting of a run, raising TypeError/ValueError with the reason."""
     return RunConfig(
@@ -105,7 +110,15 @@ def run_config(
         max_time_s=None if max_time_s is None else _check_seconds("max_time_s", max_time_s),
         target_rel_ci=None if target_rel_ci is None else _check_fraction("target_rel_ci", target_rel_ci),
         duration_s=None if duration_s is None else _check_seconds("duration_s", duration_s),
+        counters=None if counters is None else tuple(check_events(counters)),  # type: ignore[arg-type]
+        counters_missing=_check_missing(counters_missing),
     )
+
+
+def _check_missing(value: object) -> str:
+    if value not in ("raise", "skip"):
+        raise ValueError(f"counters_missing must be 'raise' or 'skip', got {value!r}")
+    return str(value)
 
 
 @contextmanager
@@ -236,9 +249,25 @@ def _collect(target: Target, cfg: RunConfig) -> Measurement:
 
 def run_target(target: Target, cfg: RunConfig) -> Measurement:
     """Prepare ``target`` and collect its samples with the GC paused as configured."""
+    if cfg.counters is not None and cfg.counters_missing == "raise":
+        lacking = {p.name: p.reason for p in map(_core.probe_event, cfg.counters)
+                   if not p.available}
+        if lacking:  # before the timed samples, not after them
+            raise CountersUnavailable(lacking, "counters_missing='skip'")
     with gc_paused(cfg.disable_gc):
         target.prepare(cfg)
-        return _collect(target, cfg)
+        m = _collect(target, cfg)
+        if cfg.counters is None:
+            return m
+        # Counted samples come after the timed ones, so reading the counters never sits
+        # between two clock reads; they run the same loops per sample.
+        loops = target.loops
+        empty = _core.Sampler.empty(target.clock)
+        counts = count_samples(lambda: target.sampler.run(loops, 1), cfg.counters, loops=loops,
+                               samples=cfg.repeat, missing=cfg.counters_missing,
+                               empty_sample=lambda: empty.run(1, 1),
+                               missing_option="counters_missing='skip'")
+        return replace(m, counters=counts)
 
 
 # -- the call floor -------------------------------------------------------------------------
@@ -312,6 +341,8 @@ def measure(
     max_time_s: float | None = None,
     target_rel_ci: float | None = None,
     name: str | None = None,
+    counters: Sequence[str] | None = None,
+    counters_missing: str = "raise",
     **kwargs: Any,
 ) -> Measurement:
     """Time ``fn(*args, **kwargs)`` with the native loop.
@@ -356,6 +387,15 @@ def measure(
         (``max_time_s``, 10 s when not given). Batches grow by a quarter of the samples so far.
     name : str, optional
         Label for reports; defaults to the callable's qualified name.
+    counters : sequence of str, optional
+        Events to count per sample (``fastbench.counters.event_names()``). After the timed
+        samples, ``repeat`` more samples of the same loops run with the counters read
+        before and after each; ``Measurement.counters`` holds the counts per call (median
+        over samples, multiplex-scaled, net of an empty sample's reading) and derived
+        metrics. Timed samples never include a counter read.
+    counters_missing : {"raise", "skip"}
+        An event that cannot be opened here raises ``CountersUnavailable`` naming it and
+        the reason, or, with "skip", is listed in ``Measurement.counters.skipped``.
 
     Returns
     -------
@@ -380,7 +420,7 @@ def measure(
     if not callable(fn):
         raise TypeError(f"fn must be callable, got {type(fn).__name__}")
     cfg = run_config(warmup, min_time_s, repeat, loops, clock, disable_gc, max_time_s,
-                     target_rel_ci, duration_s)
+                     target_rel_ci, duration_s, counters, counters_missing)
     return run_target(callable_target(fn, tuple(args), dict(kwargs), cfg.clock, name), cfg)
 
 
