@@ -1,5 +1,6 @@
 """The perf_event layer of the native core, through its binding: availability with reasons,
-software counts of known work, multiplex arithmetic, injected failures."""
+software counts of known work, multiplex arithmetic, injected failures, the read path
+(rdpmc or read(2)) and why."""
 
 from __future__ import annotations
 
@@ -139,3 +140,99 @@ def test_read_before_start_is_an_error_not_a_crash() -> None:
     group = _core.CounterGroup(["task-clock"])
     with pytest.raises(RuntimeError, match="start"):
         group.read()
+
+
+# -- the read path: rdpmc or read(2), and why ---------------------------------------------------
+# A real rdpmc read needs a hardware PMU that lets user space execute rdpmc; VMs without a PMU
+# (hardware events fail with ENOENT) cannot exercise it, so its arithmetic is tested natively
+# on synthetic page snapshots (tests/cpp/test_perf.cpp) and the hardware test below skips.
+SOFTWARE_REASON = "software events are not on hardware counters (mmap index 0): task-clock, page-faults"
+
+
+@linux_only
+def test_software_events_read_with_read_and_say_why() -> None:
+    group = _group_or_skip(["task-clock", "page-faults"])
+    assert group.read_path == "read" and group.read_path_reason == SOFTWARE_REASON
+    assert not group.prefers_read
+    group.start()
+    _core.spin(2e6)
+    running = group.read()  # software events never have a counter index: read(2)
+    assert group.read_path == "read" and group.read_path_reason == SOFTWARE_REASON
+    group.stop()
+    stopped = group.read()
+    assert group.read_path == "read" and group.read_path_reason == SOFTWARE_REASON
+    assert running[0].counted and running[0].value > 0
+    assert stopped[0].value >= running[0].value and stopped[1].value >= running[1].value
+
+
+@linux_only
+def test_forcing_read_keeps_counting() -> None:
+    group = _group_or_skip(["task-clock"])
+    group.prefer_read()
+    assert group.prefers_read and group.read_path == "read"
+    assert group.read_path_reason == "read(2) forced by prefer_read"
+    _core.spin(1e3)  # the first spin calibrates the TSC
+    group.start()
+    _core.spin(20e6)
+    group.stop()
+    (reading,) = group.read()
+    assert group.read_path == "read" and group.read_path_reason == "read(2) forced by prefer_read"
+    # CPU time: at most the 20 ms of wall time (less when the machine is busy).
+    assert reading.counted and 0 < reading.value <= 60e6
+    group.prefer_read(False)
+    assert not group.prefers_read and group.read_path_reason.startswith("software events")
+
+
+@linux_only
+def test_time_counter_ops_leaves_the_group_stopped_and_counting() -> None:
+    group = _group_or_skip(["task-clock", "page-faults"])
+    cost = _core.time_counter_ops(group, 5, 20)
+    assert cost.reps == 5 and cost.batch == 20 and cost.read_path == group.read_path
+    for ns in (cost.read_ns, cost.region_ns, cost.syscall_ns):
+        assert math.isfinite(ns) and ns > 0
+    before = group.read()[0].value
+    _core.spin(2e6)
+    assert group.read()[0].value == before  # stopped
+    group.start()
+    _core.spin(2e6)
+    group.stop()
+    assert group.read()[0].value > 0  # a fresh region after the timing still counts
+    with pytest.raises(ValueError, match="time_counter_ops"):
+        _core.time_counter_ops(group, 0, 1)
+
+
+@linux_only
+def test_inherit_reads_with_read() -> None:
+    group = _core.CounterGroup(["task-clock"], True)
+    if not group.any_available:
+        pytest.skip("task-clock unavailable here")
+    assert group.read_path == "read" and "inherit" in group.read_path_reason
+
+
+@linux_only
+def test_no_event_opened_reads_with_read() -> None:
+    _core._inject_open_errno(errno.ENOENT, 1)
+    try:
+        group = _core.CounterGroup(["task-clock"])
+    finally:
+        _core._inject_open_errno(0, 0)
+    assert group.read_path == "read" and group.read_path_reason == "no event opened"
+
+
+@linux_only
+def test_hardware_events_read_with_rdpmc_or_say_why() -> None:
+    group = _core.CounterGroup(["instructions", "cycles"])
+    if not all(e.available for e in group.events):
+        pytest.skip("hardware events cannot be opened here: "
+                    + "; ".join(e.reason for e in group.events if not e.available))
+    group.start()
+    _core.spin(1e6)
+    first = group.read()
+    assert group.read_path in ("rdpmc", "read")
+    assert (group.read_path_reason == "") == (group.read_path == "rdpmc")
+    group.prefer_read()
+    second = group.read()
+    assert group.read_path == "read"
+    group.stop()
+    for a, b in zip(first, second):
+        assert a.raw <= b.raw and a.time_enabled_ns <= b.time_enabled_ns

@@ -24,6 +24,9 @@ __all__ = ["CounterResult", "CountersUnavailable", "EventAvailability", "EventCo
 
 _RAW = re.compile(r"^r[0-9a-fA-F]{1,16}$|^[A-Za-z0-9_]+:(0x[0-9a-fA-F]+|\d+)$")
 _OVERHEAD_REPS = 31
+# What an empty counted region reads, per (events, inherit): calibrated by the first count()
+# of that set in this process and reused, so that a count() costs its system calls only.
+_overhead_cache: dict[tuple[tuple[str, ...], bool], dict[str, float]] = {}
 
 
 class CountersUnavailable(FastbenchError):
@@ -111,6 +114,7 @@ class CounterResult:
     skipped: dict[str, str] = field(default_factory=dict)
     read_path: str = "read"
     calls: int = 1
+    read_path_reason: str = ""
 
     @property
     def values(self) -> dict[str, float]:
@@ -156,7 +160,8 @@ class count:  # noqa: N801 - used as `with fastbench.counters.count([...]) as c:
         How many calls the block makes, for the per-call metrics.
 
     After the block, ``result`` (and its shortcuts ``values``, ``derived``, ``skipped``)
-    holds the counts.
+    holds the counts, net of what an empty region reads. That overhead is calibrated (median
+    of 31 empty regions) by the first ``count`` of each event set in the process and reused.
     """
 
     def __init__(self, events: Sequence[str], *, missing: str = "raise", inherit: bool = False,
@@ -176,9 +181,12 @@ class count:  # noqa: N801 - used as `with fastbench.counters.count([...]) as c:
         lacking = {e.name: e.reason for e in group.events if not e.available}
         if lacking and self.missing == "raise":
             raise CountersUnavailable(lacking)
-        if group.any_available:
-            self._overhead = {o.name: o.median for o in
-                              _core.calibrate_read_overhead(group, _OVERHEAD_REPS) if o.available}
+        key = (tuple(self.events), self.inherit)
+        if group.any_available and key not in _overhead_cache:
+            _overhead_cache[key] = {o.name: o.median for o in
+                                    _core.calibrate_read_overhead(group, _OVERHEAD_REPS)
+                                    if o.available}
+        self._overhead = dict(_overhead_cache.get(key, {}))
         self._group = group
         group.start()
         return self
@@ -198,7 +206,7 @@ class count:  # noqa: N801 - used as `with fastbench.counters.count([...]) as c:
             value, _ = _core.subtract_overhead(r.value, overhead)
             counts[r.name] = EventCount(r.name, value, r.raw, r.time_enabled_ns,
                                         r.time_running_ns, r.running_fraction, r.scaled, overhead)
-        self._result = CounterResult(counts, skipped, group.read_path, self.calls)
+        self._result = CounterResult(counts, skipped, group.read_path, self.calls, group.read_path_reason)
 
     @property
     def result(self) -> CounterResult:
@@ -241,6 +249,7 @@ class SampleCounts:
     overhead: dict[str, float]
     skipped: dict[str, str] = field(default_factory=dict)
     read_path: str = "read"
+    read_path_reason: str = ""
 
     @property
     def per_call(self) -> dict[str, float]:
@@ -266,6 +275,7 @@ class SampleCounts:
             "overhead": dict(self.overhead),
             "skipped": dict(self.skipped),
             "read_path": self.read_path,
+            "read_path_reason": self.read_path_reason,
         }
 
     @classmethod
@@ -285,6 +295,7 @@ class SampleCounts:
             skipped={str(k): str(v) for k, v in
                      dict(data.get("skipped", {})).items()},  # type: ignore[call-overload]
             read_path=str(data.get("read_path", "read")),
+            read_path_reason=str(data.get("read_path_reason", "")),
         )
 
 
@@ -356,7 +367,7 @@ def count_samples(run_sample: Callable[[], object], events: Sequence[str], *, lo
             del per_sample[name]
     return SampleCounts(loops, per_sample, {n: fraction[n] for n in per_sample},
                         any(f < 1.0 for f in fraction.values()), overhead, skipped,
-                        group.read_path)
+                        group.read_path, group.read_path_reason)
 
 
 def _median_finite(values: Sequence[float]) -> float:
@@ -365,3 +376,4 @@ def _median_finite(values: Sequence[float]) -> float:
         return 0.0
     mid = len(finite) // 2
     return finite[mid] if len(finite) % 2 else 0.5 * (finite[mid - 1] + finite[mid])
+

@@ -68,8 +68,8 @@ def counter_lines(table: Sequence[EventAvailability]) -> list[str]:
 def sample_counter_lines(sc: SampleCounts) -> list[str]:
     """Counts per call of a measurement's counted samples, derived metrics, what was skipped."""
     n = max((len(v) for v in sc.per_sample.values()), default=0)
-    lines = [f"  counters per call (median of {n} samples × {sc.loops:,} loops, "
-             f"{sc.read_path} path{', multiplexed and scaled' if sc.scaled else ''}):"]
+    lines = [f"  counters per call (median of {n} samples × {sc.loops:,} loops"
+             f"{', multiplexed and scaled' if sc.scaled else ''}):"]
     for name, value in sc.per_call.items():
         running = sc.running_fraction.get(name, 1.0)
         extra = f"   (running {running:.0%})" if running < 1.0 else ""
@@ -79,6 +79,8 @@ def sample_counter_lines(sc: SampleCounts) -> list[str]:
         lines.append(f"    {key:<24}{value:>16,.3f}")
     for name, reason in sc.skipped.items():
         lines.append(f"    {name:<24}{'not counted':>16}: {reason}")
+    path = "rdpmc (user space)" if sc.read_path == "rdpmc" else "read(2)"
+    lines.append(f"    read by {path}" + (f": {sc.read_path_reason}" if sc.read_path_reason else ""))
     return lines
 
 

@@ -307,6 +307,8 @@ PYBIND11_MODULE(_core, m) {
         "The reason fastbench gives for a perf_event_open errno.");
   m.def("_inject_open_errno", &fb::detail::inject_open_errno, py::arg("err"), py::arg("count"),
         py::arg("skip") = 0, "Test hook: make the next perf_event_open calls fail with err.");
+  m.def("_map_software_pages", &fb::detail::map_software_pages, py::arg("on"),
+        "Test hook: mmap the pages of software-event groups too.");
   py::class_<fb::EventStatus>(m, "EventStatus", "One event of a CounterGroup.")
       .def_readonly("name", &fb::EventStatus::name)
       .def_readonly("available", &fb::EventStatus::available)
@@ -331,7 +333,13 @@ PYBIND11_MODULE(_core, m) {
       .def_property_readonly("events", &fb::CounterGroup::events, "Per event: opened or why not.")
       .def_property_readonly("any_available", &fb::CounterGroup::any_available)
       .def_property_readonly("group_count", &fb::CounterGroup::group_count)
-      .def_property_readonly("read_path", &fb::CounterGroup::read_path)
+      .def_property_readonly("read_path", &fb::CounterGroup::read_path,
+                             "'rdpmc' or 'read': the last read()'s path, or the next one's.")
+      .def_property_readonly("read_path_reason", &fb::CounterGroup::read_path_reason,
+                             "Why read_path is 'read' ('' when it is 'rdpmc').")
+      .def("prefer_read", &fb::CounterGroup::prefer_read, py::arg("on") = true,
+           "Force read(2) even where rdpmc works; False allows rdpmc again.")
+      .def_property_readonly("prefers_read", &fb::CounterGroup::prefers_read)
       .def("start", &fb::CounterGroup::start, "Reset and enable every group.")
       .def("stop", &fb::CounterGroup::stop, "Disable every group.")
       .def("read", &fb::CounterGroup::read, "Counts since start(), per event asked.");
@@ -341,4 +349,14 @@ PYBIND11_MODULE(_core, m) {
       .def_readonly("median", &fb::CounterOverhead::median);
   m.def("calibrate_read_overhead", &fb::calibrate_read_overhead, py::arg("group"),
         py::arg("reps") = 101, "Per event, the median count of an empty start/stop region.");
+  py::class_<fb::CounterCost>(m, "CounterCost", "Time cost of reading and of a counted region.")
+      .def_readonly("read_ns", &fb::CounterCost::read_ns)
+      .def_readonly("region_ns", &fb::CounterCost::region_ns)
+      .def_readonly("syscall_ns", &fb::CounterCost::syscall_ns)
+      .def_readonly("read_path", &fb::CounterCost::read_path)
+      .def_readonly("reps", &fb::CounterCost::reps)
+      .def_readonly("batch", &fb::CounterCost::batch);
+  m.def("time_counter_ops", &fb::time_counter_ops, py::arg("group"), py::arg("reps") = 51,
+        py::arg("batch") = 200,
+        "Median ns of one read() of a running group and of one start/stop/read region.");
 }

@@ -1,11 +1,13 @@
 // perf_counters.cpp — see perf_counters.hpp. The event table and name parsing are portable;
-// perf_event_open, ioctl and read are Linux-only, and other platforms get a stub whose
-// probes say "unsupported platform". The attr type/config numbers below are the kernel's
-// stable ABI (include/uapi/linux/perf_event.h); on Linux they are checked against the header.
+// perf_event_open, ioctl, read and mmap are Linux-only, and other platforms get a stub whose
+// probes say "unsupported platform"; the rdpmc instruction is x86-64-only. The attr
+// type/config numbers below are the kernel's stable ABI (include/uapi/linux/perf_event.h);
+// on Linux they are checked against the header.
 #include "perf_counters.hpp"
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cctype>
 #include <cerrno>
 #include <cmath>
@@ -19,6 +21,7 @@
 #if defined(__linux__)
 #include <linux/perf_event.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #endif
@@ -68,6 +71,8 @@ const KnownEvent kKnownEvents[] = {
     {"context-switches", kTypeSoftware, 3, ""},
     {"cpu-migrations", kTypeSoftware, 4, ""},
 };
+
+const char* const kForcedRead = "read(2) forced by prefer_read";
 
 [[noreturn]] void unknown_event(const std::string& name, const std::string& why) {
   throw std::invalid_argument("[resolve_event] unknown event '" + name + "': " + why);
@@ -168,6 +173,9 @@ void inject_open_errno(int err, int count, int skip) {
   g_inject_count.store(count > 0 ? count : 0);
 }
 
+std::atomic<bool> g_map_software{false};
+void map_software_pages(bool on) { g_map_software.store(on); }
+
 // True (with `err` set) when an injected failure is due; consumes one.
 bool take_injected(int& err) {
   if (g_inject_count.load() == 0) return false;
@@ -224,6 +232,104 @@ static_assert(PERF_COUNT_HW_REF_CPU_CYCLES == 9 && PERF_COUNT_SW_TASK_CLOCK == 1
 namespace {
 
 constexpr int kMaxHardwarePerGroup = 8;
+
+// A page copy that keeps finding the seqlock changed is given up on (read(2) instead) rather
+// than spun on: the kernel rewrites the page only when the event is scheduled in or out.
+constexpr int kSeqlockTries = 100;
+
+// Keeps the compiler from moving the page reads across the seqlock reads (the header's
+// barrier()); x86 does not reorder loads with loads, so no fence is needed.
+inline void page_barrier() noexcept { std::atomic_signal_fence(std::memory_order_seq_cst); }
+
+#if defined(__x86_64__)
+constexpr bool kHaveRdpmc = true;
+
+// Intel SDM vol. 2B "RDPMC": ECX selects the counter, the value comes back in EDX:EAX. It
+// faults unless CR4.PCE is set, which the kernel does for this mm only while an event page is
+// mapped and cap_user_rdpmc says so; it is executed only then.
+inline std::uint64_t rdpmc(std::uint32_t counter) noexcept {
+  std::uint32_t lo = 0;
+  std::uint32_t hi = 0;
+  __asm__ __volatile__("rdpmc" : "=a"(lo), "=d"(hi) : "c"(counter));
+  return (static_cast<std::uint64_t>(hi) << 32) | lo;
+}
+
+inline std::uint64_t rdtsc() noexcept {
+  std::uint32_t lo = 0;
+  std::uint32_t hi = 0;
+  __asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
+  return (static_cast<std::uint64_t>(hi) << 32) | lo;
+}
+
+// Copies what a user-space read needs from the event page, with the counter (`pmc`) and the
+// TSC (`cycles`), inside the page's seqlock: the loop in the comment on struct
+// perf_event_mmap_page. False when the lock kept changing. The page is read through a
+// volatile pointer: the kernel rewrites it behind the compiler's back.
+bool snapshot_page(const void* page, MmapPageSnapshot& s, std::uint64_t& pmc,
+                   std::uint64_t& cycles) noexcept {
+  const volatile perf_event_mmap_page* pc = static_cast<const volatile perf_event_mmap_page*>(page);
+  for (int attempt = 0; attempt < kSeqlockTries; ++attempt) {
+    const std::uint32_t seq = pc->lock;
+    page_barrier();
+    s.time_enabled_ns = pc->time_enabled;
+    s.time_running_ns = pc->time_running;
+    s.cap_user_rdpmc = pc->cap_user_rdpmc != 0;
+    s.cap_user_time = pc->cap_user_time != 0;
+    s.cap_user_time_short = pc->cap_user_time_short != 0;
+    if (s.cap_user_time) {
+      cycles = rdtsc();
+      s.time_offset = pc->time_offset;
+      s.time_mult = pc->time_mult;
+      s.time_shift = pc->time_shift;
+      if (s.cap_user_time_short) {
+        s.time_cycles = pc->time_cycles;
+        s.time_mask = pc->time_mask;
+      }
+    }
+    s.index = pc->index;
+    s.offset = pc->offset;
+    pmc = 0;
+    if (s.cap_user_rdpmc && s.index != 0) {
+      s.pmc_width = pc->pmc_width;
+      pmc = rdpmc(s.index - 1);
+    }
+    page_barrier();
+    if (pc->lock == seq) return true;
+  }
+  return false;
+}
+#else
+constexpr bool kHaveRdpmc = false;
+
+bool snapshot_page(const void*, MmapPageSnapshot&, std::uint64_t&, std::uint64_t&) noexcept {
+  return false;
+}
+#endif
+
+// Why one event's page does not allow a user-space read right now.
+std::string user_read_reason(UserReadStatus status, const std::string& name,
+                             std::uint16_t pmc_width, std::uint16_t time_shift) {
+  switch (status) {
+    case UserReadStatus::ok:
+      break;
+    case UserReadStatus::no_user_rdpmc:
+      return "the kernel does not allow user-space rdpmc (cap_user_rdpmc = 0; see "
+             "/sys/bus/event_source/devices/cpu/rdpmc): " + name;
+    case UserReadStatus::not_on_counter:
+      return "the event is on no hardware counter right now (mmap index 0: stopped, or "
+             "multiplexed out): " + name;
+    case UserReadStatus::bad_pmc_width:
+      return "the event page gives no usable counter width (pmc_width " +
+             std::to_string(pmc_width) + "): " + name;
+    case UserReadStatus::no_user_time:
+      return "the event page's times cannot be brought up to date (cap_user_time = 0: no "
+             "stable TSC?): " + name;
+    case UserReadStatus::bad_time_shift:
+      return "the event page's time_shift is " + std::to_string(time_shift) +
+             ", expected < 64: " + name;
+  }
+  return "";
+}
 
 // Returns an fd, or -1 with `err` set. The errno test hook is consulted first.
 int open_event(const EventSpec& spec, int group_fd, bool inherit, int& err) {
@@ -324,14 +430,63 @@ CounterGroup::CounterGroup(const std::vector<std::string>& names, bool inherit) 
       std::uint64_t id = 0;
       if (ioctl(fd, PERF_EVENT_IOC_ID, &id) != 0) os_failure("CounterGroup", "ioctl(ID)", errno);
       g.ids.push_back(id);
-      if (specs[i].hardware) ++hw_in_group;
+      if (specs[i].hardware) {
+        ++hw_in_group;
+      } else {
+        software_note_ += software_note_.empty()
+                              ? "software events are not on hardware counters (mmap index 0): "
+                              : ", ";
+        software_note_ += specs[i].name;
+      }
       st.available = true;
       st.group = static_cast<int>(groups_.size() - 1);
       events_.push_back(st);
     }
+    map_pages(inherit);
   } catch (...) {
     close_all();
     throw;
+  }
+}
+
+void CounterGroup::map_pages(bool inherit) {
+  if (groups_.empty()) {
+    rdpmc_blocker_ = "no event opened";
+    return;
+  }
+  if (!kHaveRdpmc) {
+    rdpmc_blocker_ = "not x86-64: rdpmc is an x86 instruction";
+    return;
+  }
+  if (inherit) {
+    rdpmc_blocker_ = "inherit: only read(2) sums the counts of threads started later (and "
+                     "the kernel refuses to mmap inherited per-thread events)";
+    return;
+  }
+  // A group holding a software event can never be read by rdpmc (the software PMU gives its
+  // events no counter index, their pages say index 0): software_note_ says why, and the pages
+  // are not mapped, as mapping and unmapping them would cost more than the counting.
+  if (!software_note_.empty() && !detail::g_map_software.load()) return;
+  const long page = sysconf(_SC_PAGESIZE);
+  const std::size_t bytes = page > 0 ? static_cast<std::size_t>(page) : 4096;
+  for (Group& g : groups_) {
+    g.page_bytes = bytes;
+    g.pages.reserve(g.fds.size());  // so that no push_back below can throw and leak a page
+    for (const int fd : g.fds) {
+      // Only the first page (no ring buffer): it holds struct perf_event_mmap_page. The
+      // kernel requires MAP_SHARED; PROT_READ is enough to read it.
+      void* p = mmap(nullptr, bytes, PROT_READ, MAP_SHARED, fd, 0);
+      if (p == MAP_FAILED) {
+        const int err = errno;
+        rdpmc_blocker_ = std::string("mmap of the event page failed: ") + std::strerror(err);
+        for (Group& h : groups_) {
+          for (void* q : h.pages) munmap(q, h.page_bytes);
+          h.pages.clear();
+        }
+        return;
+      }
+      g.pages.push_back(p);
+    }
   }
 }
 
@@ -340,7 +495,14 @@ CounterGroup::~CounterGroup() { close_all(); }
 CounterGroup::CounterGroup(CounterGroup&& other) noexcept
     : events_(std::move(other.events_)),
       groups_(std::move(other.groups_)),
-      started_(other.started_) {
+      started_(other.started_),
+      prefer_read_(other.prefer_read_),
+      rdpmc_blocker_(std::move(other.rdpmc_blocker_)),
+      software_note_(std::move(other.software_note_)),
+      have_read_(other.have_read_),
+      last_rdpmc_(other.last_rdpmc_),
+      last_why_(other.last_why_),
+      last_reason_(std::move(other.last_reason_)) {
   other.groups_.clear();
   other.started_ = false;
 }
@@ -351,6 +513,13 @@ CounterGroup& CounterGroup::operator=(CounterGroup&& other) noexcept {
     events_ = std::move(other.events_);
     groups_ = std::move(other.groups_);
     started_ = other.started_;
+    prefer_read_ = other.prefer_read_;
+    rdpmc_blocker_ = std::move(other.rdpmc_blocker_);
+    software_note_ = std::move(other.software_note_);
+    have_read_ = other.have_read_;
+    last_rdpmc_ = other.last_rdpmc_;
+    last_why_ = other.last_why_;
+    last_reason_ = std::move(other.last_reason_);
     other.groups_.clear();
     other.started_ = false;
   }
@@ -359,6 +528,7 @@ CounterGroup& CounterGroup::operator=(CounterGroup&& other) noexcept {
 
 void CounterGroup::close_all() noexcept {
   for (Group& g : groups_) {
+    for (void* p : g.pages) munmap(p, g.page_bytes);
     // Members first, the leader last.
     for (auto it = g.fds.rbegin(); it != g.fds.rend(); ++it) close(*it);
   }
@@ -368,22 +538,21 @@ void CounterGroup::close_all() noexcept {
 bool CounterGroup::any_available() const noexcept { return !groups_.empty(); }
 
 namespace {
-std::vector<std::uint64_t> read_words(int fd, std::size_t members) {
-  std::vector<std::uint64_t> words(3 + 2 * members);
+// One read(2) of a group into `words` (resized to what the kernel wrote).
+void read_words(int fd, std::size_t members, std::vector<std::uint64_t>& words) {
+  words.resize(3 + 2 * members);
   const ssize_t n = ::read(fd, words.data(), words.size() * sizeof(std::uint64_t));
   if (n < 0) os_failure("CounterGroup::read", "read(2)", errno);
   words.resize(static_cast<std::size_t>(n) / sizeof(std::uint64_t));
-  return words;
 }
 }  // namespace
 
 void CounterGroup::start() {
   for (Group& g : groups_) {
-    if (ioctl(g.leader_fd, PERF_EVENT_IOC_RESET, PERF_IOC_FLAG_GROUP) != 0) {
-      os_failure("CounterGroup::start", "ioctl(RESET)", errno);
-    }
-    // RESET zeroes the counts but not the enabled/running times: keep a baseline.
-    g.baseline = read_words(g.leader_fd, g.fds.size());
+    // No RESET: it zeroes the counts but not the enabled/running times, so a baseline is
+    // needed anyway, and with one the RESET would only add a system call.
+    read_words(g.leader_fd, g.fds.size(), g.words);
+    g.baseline = parse_group_read(g.words, static_cast<long long>(g.fds.size()));
   }
   started_ = true;
   for (Group& g : groups_) {
@@ -401,21 +570,82 @@ void CounterGroup::stop() {
   }
 }
 
-std::vector<CounterReading> CounterGroup::read() const {
+bool CounterGroup::read_user_space(std::string& why) {
+  for (Group& g : groups_) {
+    if (g.pages.size() != g.fds.size()) {
+      why = "an event page is not mapped";
+      return false;
+    }
+    // The read(2) layout, so that both paths share the parsing and the deltas.
+    std::vector<std::uint64_t>& w = g.words;
+    w.assign(3 + 2 * g.fds.size(), 0);
+    w[0] = g.fds.size();
+    for (std::size_t k = 0; k < g.fds.size(); ++k) {
+      const std::string& name = events_[g.event_of[k]].name;
+      MmapPageSnapshot page;
+      std::uint64_t pmc = 0;
+      std::uint64_t cycles = 0;
+      if (!snapshot_page(g.pages[k], page, pmc, cycles)) {
+        why = "the event page kept changing (" + std::to_string(kSeqlockTries) +
+              " seqlock tries): " + name;
+        return false;
+      }
+      const UserRead r = user_space_count(page, pmc, cycles);
+      if (r.status != UserReadStatus::ok) {
+        why = user_read_reason(r.status, name, page.pmc_width, page.time_shift);
+        return false;
+      }
+      // A group is scheduled as a whole: the leader's times are every member's, as in the
+      // group read(2), which reports the leader's.
+      if (k == 0) {
+        w[1] = r.time_enabled_ns;
+        w[2] = r.time_running_ns;
+      }
+      w[3 + 2 * k] = r.value;
+      w[4 + 2 * k] = g.ids[k];
+    }
+  }
+  return true;
+}
+
+void CounterGroup::read_into(std::vector<CounterReading>& out) {
   if (!started_ && !groups_.empty()) {
     throw std::logic_error("[CounterGroup::read] called before start()");
   }
-  std::vector<CounterReading> out(events_.size());
+  if (out.size() != events_.size()) out.resize(events_.size());
   for (std::size_t i = 0; i < events_.size(); ++i) {
-    out[i].name = events_[i].name;
-    out[i].available = events_[i].available;
-    out[i].reason = events_[i].reason;
-    out[i].value = std::nan("");
+    CounterReading& r = out[i];
+    if (r.name != events_[i].name) r.name = events_[i].name;
+    if (r.reason != events_[i].reason) r.reason = events_[i].reason;
+    r.available = events_[i].available;
+    r.raw = r.time_enabled_ns = r.time_running_ns = 0;
+    r.counted = r.scaled = false;
+    r.value = std::nan("");
+    r.running_fraction = 0.0;
   }
-  for (const Group& g : groups_) {
-    const long long nr = static_cast<long long>(g.fds.size());
-    const GroupRead now = parse_group_read(read_words(g.leader_fd, g.fds.size()), nr);
-    const GroupRead d = group_read_delta(parse_group_read(g.baseline, nr), now);
+  // rdpmc for every event, or read(2) for every group: one path per reading. A software
+  // event's page always says index 0, so a group holding one never tries the pages.
+  bool user = false;
+  if (prefer_read_) {
+    last_why_ = Why::forced;
+  } else if (!rdpmc_blocker_.empty()) {
+    last_why_ = Why::blocker;
+  } else if (!software_note_.empty()) {
+    last_why_ = Why::software;
+  } else {
+    user = read_user_space(last_reason_);
+    last_why_ = user ? Why::none : Why::passing;
+  }
+  if (!user) {
+    for (Group& g : groups_) read_words(g.leader_fd, g.fds.size(), g.words);
+  }
+  have_read_ = true;
+  last_rdpmc_ = user;
+  for (Group& g : groups_) {
+    parse_group_read_into(g.words.data(), g.words.size(), static_cast<long long>(g.fds.size()),
+                          g.now);
+    group_read_delta_into(g.baseline, g.now, g.delta);
+    const GroupRead& d = g.delta;
     for (std::size_t k = 0; k < g.fds.size(); ++k) {
       CounterReading& r = out[g.event_of[k]];
       for (const CounterValue& v : d.values) {
@@ -430,7 +660,6 @@ std::vector<CounterReading> CounterGroup::read() const {
       r.scaled = s.scaled;
     }
   }
-  return out;
 }
 
 #else  // not Linux: nothing opens
@@ -448,7 +677,8 @@ EventProbe probe_event(const std::string& name) {
   return p;
 }
 
-CounterGroup::CounterGroup(const std::vector<std::string>& names, bool inherit) {
+CounterGroup::CounterGroup(const std::vector<std::string>& names, bool inherit)
+    : rdpmc_blocker_(kUnsupported) {
   (void)inherit;
   if (names.empty()) throw std::invalid_argument("[CounterGroup] no events asked for");
   for (const std::string& n : names) {
@@ -462,27 +692,64 @@ CounterGroup::CounterGroup(const std::vector<std::string>& names, bool inherit) 
 }
 CounterGroup::~CounterGroup() = default;
 CounterGroup::CounterGroup(CounterGroup&& other) noexcept
-    : events_(std::move(other.events_)), groups_(), started_(other.started_) {}
+    : events_(std::move(other.events_)),
+      groups_(),
+      started_(other.started_),
+      prefer_read_(other.prefer_read_),
+      rdpmc_blocker_(std::move(other.rdpmc_blocker_)) {}
 CounterGroup& CounterGroup::operator=(CounterGroup&& other) noexcept {
   events_ = std::move(other.events_);
   started_ = other.started_;
+  prefer_read_ = other.prefer_read_;
+  rdpmc_blocker_ = std::move(other.rdpmc_blocker_);
   return *this;
 }
 void CounterGroup::close_all() noexcept {}
 bool CounterGroup::any_available() const noexcept { return false; }
 void CounterGroup::start() { started_ = true; }
 void CounterGroup::stop() {}
-std::vector<CounterReading> CounterGroup::read() const {
-  std::vector<CounterReading> out(events_.size());
+void CounterGroup::read_into(std::vector<CounterReading>& out) {
+  have_read_ = true;
+  last_why_ = Why::blocker;
+  out.assign(events_.size(), CounterReading{});
   for (std::size_t i = 0; i < events_.size(); ++i) {
     out[i].name = events_[i].name;
     out[i].reason = events_[i].reason;
     out[i].value = std::nan("");
   }
-  return out;
 }
 
 #endif
+
+std::vector<CounterReading> CounterGroup::read() {
+  std::vector<CounterReading> out;
+  read_into(out);
+  return out;
+}
+
+const char* CounterGroup::read_path() const noexcept {
+  if (have_read_) return last_rdpmc_ ? "rdpmc" : "read";
+  return prefer_read_ || !rdpmc_blocker_.empty() || !software_note_.empty() ? "read" : "rdpmc";
+}
+
+std::string CounterGroup::read_path_reason() const {
+  if (have_read_) {
+    switch (last_why_) {
+      case Why::none: return "";
+      case Why::forced: return kForcedRead;
+      case Why::blocker: return rdpmc_blocker_;
+      case Why::software: return software_note_;
+      case Why::passing: return last_reason_;
+    }
+  }
+  if (prefer_read_) return kForcedRead;
+  return rdpmc_blocker_.empty() ? software_note_ : rdpmc_blocker_;
+}
+
+void CounterGroup::prefer_read(bool on) noexcept {
+  prefer_read_ = on;
+  have_read_ = false;
+}
 
 std::vector<CounterOverhead> calibrate_read_overhead(CounterGroup& group, int reps) {
   if (reps < 1) {
@@ -515,6 +782,73 @@ std::vector<CounterOverhead> calibrate_read_overhead(CounterGroup& group, int re
     out[i].median = m;
   }
   return out;
+}
+
+namespace {
+
+double median_of(std::vector<double>& v) {
+  const std::size_t mid = v.size() / 2;
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
+  double m = v[mid];
+  if (v.size() % 2 == 0) {
+    m = 0.5 * (m + *std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid)));
+  }
+  return m;
+}
+
+// Median over `reps` batches of the ns per call of `op`, run `batch` times per batch.
+template <class Op>
+double time_batches(int reps, int batch, Op&& op) {
+  using clock = std::chrono::steady_clock;
+  std::vector<double> per_op;
+  per_op.reserve(static_cast<std::size_t>(reps));
+  for (int r = 0; r < reps; ++r) {
+    const clock::time_point t0 = clock::now();
+    for (int b = 0; b < batch; ++b) op();
+    const clock::time_point t1 = clock::now();
+    per_op.push_back(std::chrono::duration<double, std::nano>(t1 - t0).count() / batch);
+  }
+  return median_of(per_op);
+}
+
+}  // namespace
+
+CounterCost time_counter_ops(CounterGroup& group, int reps, int batch) {
+  if (reps < 1 || batch < 1) {
+    throw std::invalid_argument("[time_counter_ops] reps is " + std::to_string(reps) +
+                                " and batch " + std::to_string(batch) + ", expected both >= 1");
+  }
+  CounterCost cost;
+  cost.reps = reps;
+  cost.batch = batch;
+  std::size_t sink = 0;
+  std::vector<CounterReading> out;
+  group.start();
+  group.read_into(out);  // settles the path and sizes the buffers before timing
+  cost.read_ns = time_batches(reps, batch, [&] {
+    group.read_into(out);
+    sink += out.size();
+  });
+  cost.read_path = group.read_path();
+#if defined(__linux__)
+  cost.syscall_ns = time_batches(reps, batch, [&] {
+    for (CounterGroup::Group& g : group.groups_) {
+      sink += static_cast<std::size_t>(::read(g.leader_fd, g.words.data(),
+                                              g.words.size() * sizeof(std::uint64_t)) > 0);
+    }
+  });
+#endif
+  group.stop();
+  cost.region_ns = time_batches(reps, batch, [&] {
+    group.start();
+    group.stop();
+    group.read_into(out);
+    sink += out.size();
+  });
+  if (sink == 0 && !group.events().empty()) {
+    throw std::logic_error("[time_counter_ops] read() returned no readings");
+  }
+  return cost;
 }
 
 }  // namespace fastbench

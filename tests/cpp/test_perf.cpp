@@ -3,6 +3,9 @@
 // test hook, and CounterGroup on software events (task-clock, page-faults), which work in
 // VMs without a PMU. Same harness as test_core.cpp: CHECK never aborts; tests that need
 // Linux perf_event skip with a printed reason. The summary line ends the output.
+// The rdpmc read itself needs a hardware PMU that allows user-space rdpmc: its arithmetic is
+// tested here on synthetic page snapshots, the path choice and the page mappings on software
+// events, and a real rdpmc read only where a hardware event opens (skipped in VMs without).
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -11,6 +14,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <exception>
+#include <fstream>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -88,6 +92,29 @@ void test_group_read_delta() {
   CHECK_THROWS(std::invalid_argument, fb::group_read_delta(a, f), "[group_read_delta]");
 }
 
+void test_into_variants_reuse_storage() {
+  // A buffer that held a larger reading comes back holding exactly the new one.
+  fb::GroupRead out = fb::parse_group_read(std::vector<std::uint64_t>{3, 9, 9, 1, 1, 2, 2, 3, 3});
+  const std::vector<std::uint64_t> w = {2, 300, 150, 25, 8, 13, 7};
+  fb::parse_group_read_into(w.data(), w.size(), 2, out);
+  CHECK(out.values.size() == 2 && out.time_enabled_ns == 300 && out.time_running_ns == 150,
+        out.values.size());
+  CHECK(out.values[0].id == 8 && out.values[0].value == 25 && out.values[1].id == 7 &&
+            out.values[1].value == 13,
+        out.values[0].id);
+  const fb::GroupRead a = fb::parse_group_read(std::vector<std::uint64_t>{2, 100, 50, 10, 7, 20, 8});
+  fb::GroupRead d = a;  // stale contents, overwritten
+  d.values.push_back(fb::CounterValue{5, 5});
+  fb::group_read_delta_into(a, out, d);
+  const fb::GroupRead expected = fb::group_read_delta(a, out);
+  CHECK(d.values.size() == expected.values.size() &&
+            d.time_enabled_ns == expected.time_enabled_ns &&
+            d.values[0].value == 5 && d.values[1].value == 3,
+        d.values.size());
+  CHECK_THROWS(std::invalid_argument, fb::parse_group_read_into(w.data(), 2, -1, out),
+               "[parse_group_read] short buffer");
+}
+
 void test_scale_count() {
   const fb::ScaledCount full = fb::scale_count(1000, 200, 200);
   CHECK(full.counted && !full.scaled && full.value == 1000.0, full.value);
@@ -117,6 +144,124 @@ void test_overhead_and_per_call() {
                "[subtract_overhead]");
   CHECK(fb::per_call(1000.0, 8) == 125.0, fb::per_call(1000.0, 8));
   CHECK_THROWS(std::invalid_argument, fb::per_call(1.0, 0), "[per_call]");
+}
+
+// ---- user-space reads (rdpmc) on synthetic page snapshots -------------------------------
+
+constexpr std::uint64_t kMask48 = (std::uint64_t{1} << 48) - 1;
+
+// A page as the kernel leaves it for an event on a 48-bit counter that user space may read.
+fb::MmapPageSnapshot rdpmc_page(std::int64_t offset) {
+  fb::MmapPageSnapshot p;
+  p.cap_user_rdpmc = true;
+  p.cap_user_time = true;
+  p.index = 3;  // rdpmc(2)
+  p.offset = offset;
+  p.pmc_width = 48;
+  p.time_enabled_ns = 7000;
+  p.time_running_ns = 5000;
+  p.time_shift = 10;
+  p.time_mult = 1024;  // 1 ns per cycle
+  p.time_offset = ~std::uint64_t{0} - 999;  // -1000: the page was updated at cycle 1000
+  return p;
+}
+
+void test_sign_extend_pmc() {
+  CHECK(fb::sign_extend_pmc(kMask48, 48) == ~std::uint64_t{0}, "48-bit -1");
+  CHECK(fb::sign_extend_pmc(kMask48 >> 1, 48) == (kMask48 >> 1), "largest positive");
+  CHECK(fb::sign_extend_pmc(std::uint64_t{1} << 47, 48) == 0xFFFF800000000000ULL,
+        fb::sign_extend_pmc(std::uint64_t{1} << 47, 48));
+  CHECK(fb::sign_extend_pmc(5, 48) == 5, fb::sign_extend_pmc(5, 48));
+  // Bits above the width are not part of the counter.
+  CHECK(fb::sign_extend_pmc(0xABCD000000000005ULL, 48) == 5, "high bits ignored");
+  CHECK(fb::sign_extend_pmc(0xABCD800000000000ULL, 48) == 0xFFFF800000000000ULL, "");
+  CHECK(fb::sign_extend_pmc(0x1, 1) == ~std::uint64_t{0}, "1-bit -1");
+  CHECK(fb::sign_extend_pmc(0xFFFFFFFF, 32) == ~std::uint64_t{0}, "32-bit -1");
+  CHECK(fb::sign_extend_pmc(0x8000000000000000ULL, 64) == 0x8000000000000000ULL, "64 bits");
+  CHECK(fb::sign_extend_pmc(123, 0) == 123 && fb::sign_extend_pmc(123, 65) == 123, "bad width");
+}
+
+void test_rdpmc_count_width_48() {
+  // The x86 kernel programs a counting event to -period (x86_perf_event_set_period) and sets
+  // offset = count - (u64)-period, so offset + sign_extend(counter) is the count.
+  const std::uint64_t period = (std::uint64_t{1} << 47) - 1;
+  const std::uint64_t programmed = (0 - period) & kMask48;  // 0x800000000001
+  const std::int64_t offset = 1000 + static_cast<std::int64_t>(period);
+  const fb::MmapPageSnapshot page = rdpmc_page(offset);
+  const fb::UserRead at_start = fb::user_space_count(page, programmed, 1000);
+  CHECK(at_start.status == fb::UserReadStatus::ok, static_cast<int>(at_start.status));
+  CHECK(at_start.value == 1000, at_start.value);
+  const fb::UserRead later = fb::user_space_count(page, programmed + 10, 1000);
+  CHECK(later.value == 1010, later.value);
+  // rdpmc may return bits above the counter's width: they must not reach the count.
+  const fb::UserRead noisy = fb::user_space_count(page, (programmed + 10) | (0xFFFFULL << 48), 1000);
+  CHECK(noisy.value == 1010, noisy.value);
+  // A negative offset: the sum is taken modulo 2^64.
+  const fb::UserRead neg = fb::user_space_count(rdpmc_page(-5), 16, 1000);
+  CHECK(neg.status == fb::UserReadStatus::ok && neg.value == 11, neg.value);
+}
+
+void test_rdpmc_count_wraparound() {
+  // The counter wraps from 2^48 - 2 through 0 to 3 between two reads with the same offset:
+  // -2 then 3 after sign extension, so the count moves by 5, not by about -2^48.
+  const fb::MmapPageSnapshot page = rdpmc_page(102);
+  const fb::UserRead before = fb::user_space_count(page, kMask48 - 1, 1000);
+  const fb::UserRead after = fb::user_space_count(page, 3, 1000);
+  CHECK(before.value == 100, before.value);
+  CHECK(after.value == 105, after.value);
+  CHECK(after.value - before.value == 5, after.value - before.value);
+}
+
+void test_rdpmc_index_0_and_cap_bit_0() {
+  fb::MmapPageSnapshot off = rdpmc_page(1000);
+  off.index = 0;  // a software event, or stopped, or multiplexed out
+  const fb::UserRead r0 = fb::user_space_count(off, 42, 1000);
+  CHECK(r0.status == fb::UserReadStatus::not_on_counter, static_cast<int>(r0.status));
+  CHECK(r0.value == 0 && r0.time_enabled_ns == 0, r0.value);  // no number to misuse
+  fb::MmapPageSnapshot nocap = rdpmc_page(1000);
+  nocap.cap_user_rdpmc = false;
+  const fb::UserRead r1 = fb::user_space_count(nocap, 42, 1000);
+  CHECK(r1.status == fb::UserReadStatus::no_user_rdpmc, static_cast<int>(r1.status));
+  CHECK(r1.value == 0, r1.value);
+  nocap.index = 0;  // both: the capability is named first (it is why the index is 0, too)
+  CHECK(fb::user_space_count(nocap, 42, 1000).status == fb::UserReadStatus::no_user_rdpmc, "");
+  fb::MmapPageSnapshot nowidth = rdpmc_page(1000);
+  nowidth.pmc_width = 0;
+  CHECK(fb::user_space_count(nowidth, 42, 1000).status == fb::UserReadStatus::bad_pmc_width, "");
+  nowidth.pmc_width = 65;
+  CHECK(fb::user_space_count(nowidth, 42, 1000).status == fb::UserReadStatus::bad_pmc_width, "");
+  fb::MmapPageSnapshot notime = rdpmc_page(1000);
+  notime.cap_user_time = false;
+  CHECK(fb::user_space_count(notime, 42, 1000).status == fb::UserReadStatus::no_user_time, "");
+  fb::MmapPageSnapshot shift = rdpmc_page(1000);
+  shift.time_shift = 64;
+  CHECK(fb::user_space_count(shift, 42, 1000).status == fb::UserReadStatus::bad_time_shift, "");
+}
+
+void test_rdpmc_times() {
+  // 1 ns per cycle, page updated at cycle 1000: at cycle 1500 both times gained 500 ns.
+  const fb::UserRead r = fb::user_space_count(rdpmc_page(0), 0, 1500);
+  CHECK(r.time_enabled_ns == 7500 && r.time_running_ns == 5500, r.time_enabled_ns, " ",
+        r.time_running_ns);
+  // A 2 GHz TSC: mult/2^shift = 0.5 ns per cycle; the rem term keeps the low bits.
+  fb::MmapPageSnapshot p;
+  p.time_shift = 10;
+  p.time_mult = 512;
+  p.time_offset = 0 - std::uint64_t{1000000};
+  CHECK(fb::mmap_time_delta_ns(p, 3000000) == 500000, fb::mmap_time_delta_ns(p, 3000000));
+  CHECK(fb::mmap_time_delta_ns(p, 3000001) == 500000, "floor of 500000.5");
+  CHECK(fb::mmap_time_delta_ns(p, 3000002) == 500001, fb::mmap_time_delta_ns(p, 3000002));
+  // Large TSC values: quot * mult would overflow as cyc * mult; the quot/rem form does not.
+  const std::uint64_t big = std::uint64_t{1} << 60;
+  CHECK(fb::mmap_time_delta_ns(p, big) == (big >> 1) - 1000000, fb::mmap_time_delta_ns(p, big));
+  // cap_user_time_short: a 32-bit clock that wrapped since the page's update.
+  fb::MmapPageSnapshot s;
+  s.cap_user_time_short = true;
+  s.time_mult = 1;
+  s.time_shift = 0;
+  s.time_cycles = 0xFFFFFFF0;
+  s.time_mask = 0xFFFFFFFF;
+  CHECK(fb::mmap_time_delta_ns(s, 0x10) == 0x100000010ULL, fb::mmap_time_delta_ns(s, 0x10));
 }
 
 // ---- event names --------------------------------------------------------------------------
@@ -314,6 +459,141 @@ void test_calibrate_read_overhead() {
                "[calibrate_read_overhead]");
 }
 
+void test_time_counter_ops() {
+  std::string why;
+  SKIP_UNLESS(perf_works(why), "task-clock cannot be opened: " + why);
+  fb::CounterGroup g({"task-clock", "page-faults", "context-switches"});
+  const fb::CounterCost c = fb::time_counter_ops(g, 5, 20);
+  CHECK(c.read_ns > 0.0 && std::isfinite(c.read_ns), "read ns ", c.read_ns);
+  CHECK(c.region_ns > 0.0 && std::isfinite(c.region_ns), "region ns ", c.region_ns);
+  CHECK(c.read_path == g.read_path(), c.read_path, " vs ", g.read_path());
+  CHECK(c.reps == 5 && c.batch == 20, c.reps, " ", c.batch);
+  // The group is left stopped: a spin afterwards adds no task-clock.
+  const double before = g.read()[0].value;
+  fb::spin_ns(2e6);
+  const double after = g.read()[0].value;
+  CHECK(after == before, "task-clock moved from ", before, " to ", after, " while stopped");
+  std::printf("note: read %.0f ns, region %.0f ns (%s)\n", c.read_ns, c.region_ns,
+              c.read_path.c_str());
+  CHECK_THROWS(std::invalid_argument, fb::time_counter_ops(g, 0, 1), "[time_counter_ops]");
+  CHECK_THROWS(std::invalid_argument, fb::time_counter_ops(g, 1, 0), "[time_counter_ops]");
+}
+
+// ---- the read path -------------------------------------------------------------------------
+
+// Mappings of perf_event files in this process (one per mmapped event page).
+int perf_event_mappings() {
+  std::ifstream maps("/proc/self/maps");
+  int n = 0;
+  for (std::string line; std::getline(maps, line);) {
+    if (contains(line, "[perf_event]")) ++n;
+  }
+  return n;
+}
+
+void test_software_group_reads_with_read() {
+  std::string why;
+  SKIP_UNLESS(perf_works(why), "task-clock cannot be opened: " + why);
+  fb::CounterGroup g({"task-clock", "page-faults"});
+  const std::string expected =
+      "software events are not on hardware counters (mmap index 0): task-clock, page-faults";
+  CHECK(std::string(g.read_path()) == "read", g.read_path());
+  CHECK(g.read_path_reason() == expected, g.read_path_reason());
+  g.start();
+  fb::spin_ns(2e6);
+  const std::vector<fb::CounterReading> running = g.read();  // tries the pages: index 0
+  CHECK(std::string(g.read_path()) == "read" && g.read_path_reason() == expected,
+        g.read_path_reason());
+  CHECK(running[0].counted && running[0].value > 0, running[0].value);
+  g.prefer_read(true);
+  CHECK(g.prefers_read() && g.read_path_reason() == "read(2) forced by prefer_read",
+        g.read_path_reason());
+  const std::vector<fb::CounterReading> forced = g.read();
+  CHECK(forced[0].value >= running[0].value, forced[0].value, " < ", running[0].value);
+  CHECK(g.read_path_reason() == "read(2) forced by prefer_read", g.read_path_reason());
+  g.prefer_read(false);
+  CHECK(!g.prefers_read() && g.read_path_reason() == expected, g.read_path_reason());
+  g.stop();
+  const std::vector<fb::CounterReading> stopped = g.read();
+  CHECK(stopped[0].value >= forced[0].value && g.read_path_reason() == expected,
+        g.read_path_reason());
+  // The path and its reason move with the group.
+  fb::CounterGroup moved(std::move(g));
+  CHECK(moved.read_path_reason() == expected && std::string(moved.read_path()) == "read",
+        moved.read_path_reason());
+  fb::CounterGroup inherited({"task-clock"}, true);
+  CHECK(contains(inherited.read_path_reason(), "inherit"), inherited.read_path_reason());
+}
+
+void test_event_pages_are_mapped_and_unmapped() {
+  std::string why;
+  SKIP_UNLESS(perf_works(why), "task-clock cannot be opened: " + why);
+#if defined(__x86_64__)
+  const int base = perf_event_mappings();
+  {
+    fb::CounterGroup plain({"task-clock", "page-faults"});  // software: never mapped
+    CHECK(perf_event_mappings() == base, perf_event_mappings() - base);
+  }
+  struct MapSoftware {  // to see the lifecycle without a PMU, for this test only
+    MapSoftware() { fb::detail::map_software_pages(true); }
+    ~MapSoftware() { fb::detail::map_software_pages(false); }
+  };
+  {
+    const MapSoftware on;
+    fb::CounterGroup g({"task-clock", "page-faults", "context-switches"});
+    const bool mapped = !contains(g.read_path_reason(), "mmap of the event page failed");
+    SKIP_UNLESS(mapped, g.read_path_reason());
+    CHECK(perf_event_mappings() == base + 3, perf_event_mappings() - base);
+    fb::CounterGroup moved(std::move(g));  // the pages move, nothing is mapped twice
+    CHECK(perf_event_mappings() == base + 3, perf_event_mappings() - base);
+    fb::CounterGroup other({"task-clock"});
+    CHECK(perf_event_mappings() == base + 4, perf_event_mappings() - base);
+    other = std::move(moved);  // other's own page is unmapped, moved's pages now its
+    CHECK(perf_event_mappings() == base + 3, perf_event_mappings() - base);
+    other.start();
+    fb::spin_ns(1e6);
+    CHECK(other.read()[0].counted, other.read()[0].reason);
+    fb::CounterGroup inherited({"task-clock"}, true);  // the kernel refuses to mmap these
+    CHECK(perf_event_mappings() == base + 3, perf_event_mappings() - base);
+  }
+  CHECK(perf_event_mappings() == base, perf_event_mappings() - base);
+#else
+  skip("event pages are mapped on x86-64 only");
+#endif
+}
+
+// Where a hardware event opens, a read while it runs goes through rdpmc or says why not, and
+// agrees with read(2). Skipped in VMs without a PMU (hardware events fail with ENOENT).
+void test_hardware_read_paths_agree() {
+  const fb::EventProbe ins = fb::probe_event("instructions");
+  SKIP_UNLESS(ins.available, "instructions cannot be opened: " + ins.reason);
+  fb::CounterGroup g({"instructions", "cycles"});
+  g.start();
+  fb::spin_ns(1e6);
+  const std::vector<fb::CounterReading> a = g.read();
+  const std::string path_a = g.read_path();
+  std::printf("note: hardware read path while running: %s%s%s\n", path_a.c_str(),
+              g.read_path_reason().empty() ? "" : ": ", g.read_path_reason().c_str());
+  CHECK(path_a == "rdpmc" ? g.read_path_reason().empty() : !g.read_path_reason().empty(),
+        g.read_path_reason());
+  g.prefer_read(true);
+  const std::vector<fb::CounterReading> b = g.read();
+  CHECK(std::string(g.read_path()) == "read", g.read_path());
+  g.prefer_read(false);
+  fb::spin_ns(1e6);
+  const std::vector<fb::CounterReading> c = g.read();
+  g.stop();
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    CHECK(a[i].raw <= b[i].raw && b[i].raw <= c[i].raw, a[i].name, " ", a[i].raw, " ",
+          b[i].raw, " ", c[i].raw);
+    CHECK(a[i].time_enabled_ns <= b[i].time_enabled_ns &&
+              b[i].time_enabled_ns <= c[i].time_enabled_ns, a[i].name);
+  }
+  CHECK(a[0].counted && a[0].value > 0, a[0].value);
+  g.read();
+  CHECK(std::string(g.read_path()) == "read", "a stopped event is on no counter");
+}
+
 void test_inherit_opens() {
   std::string why;
   SKIP_UNLESS(perf_works(why), "task-clock cannot be opened: " + why);
@@ -330,8 +610,14 @@ const Test kTests[] = {
     {"parse_group_read", test_parse_group_read},
     {"parse_group_read_rejects_bad_buffers", test_parse_group_read_rejects_bad_buffers},
     {"group_read_delta", test_group_read_delta},
+    {"into_variants_reuse_storage", test_into_variants_reuse_storage},
     {"scale_count", test_scale_count},
     {"overhead_and_per_call", test_overhead_and_per_call},
+    {"sign_extend_pmc", test_sign_extend_pmc},
+    {"rdpmc_count_width_48", test_rdpmc_count_width_48},
+    {"rdpmc_count_wraparound", test_rdpmc_count_wraparound},
+    {"rdpmc_index_0_and_cap_bit_0", test_rdpmc_index_0_and_cap_bit_0},
+    {"rdpmc_times", test_rdpmc_times},
     {"resolve_known_events", test_resolve_known_events},
     {"resolve_raw_and_type_config", test_resolve_raw_and_type_config},
     {"probe_events", test_probe_events},
@@ -341,6 +627,10 @@ const Test kTests[] = {
     {"page_faults_count_fresh_pages", test_page_faults_count_fresh_pages},
     {"missing_hardware_is_a_state", test_missing_hardware_is_a_state},
     {"calibrate_read_overhead", test_calibrate_read_overhead},
+    {"time_counter_ops", test_time_counter_ops},
+    {"software_group_reads_with_read", test_software_group_reads_with_read},
+    {"event_pages_are_mapped_and_unmapped", test_event_pages_are_mapped_and_unmapped},
+    {"hardware_read_paths_agree", test_hardware_read_paths_agree},
     {"inherit_opens", test_inherit_opens},
 };
 
