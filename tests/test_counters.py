@@ -68,6 +68,36 @@ def test_task_clock_counts_a_known_spin() -> None:
         pytest.skip(c.skipped["task-clock"])
     assert 15e6 <= c.values["task-clock"] <= 60e6
     assert c.result.counts["task-clock"].running_fraction == pytest.approx(1.0)
+    # A software event is never on a hardware counter: read(2), and the result says why.
+    assert c.result.read_path == "read"
+    assert c.result.read_path_reason.startswith("software events are not on hardware counters")
+    assert "task-clock" in c.result.read_path_reason
+
+
+@linux_only
+def test_the_empty_region_is_calibrated_once_per_event_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[int] = []
+    real = _core.calibrate_read_overhead
+
+    def counting(group: _core.CounterGroup, reps: int = 101) -> list[_core.CounterOverhead]:
+        calls.append(reps)
+        return real(group, reps)
+
+    monkeypatch.setattr(fastbench.counters, "_overhead_cache", {})
+    monkeypatch.setattr(_core, "calibrate_read_overhead", counting)
+    for _ in range(3):
+        with fastbench.counters.count(["task-clock", "page-faults"], missing="skip") as c:
+            pass
+    if c.skipped:
+        pytest.skip(str(c.skipped))
+    assert len(calls) == 1
+    first = c.result.counts["task-clock"].overhead
+    with fastbench.counters.count(["page-faults"], missing="skip"):
+        pass
+    assert len(calls) == 2  # another set calibrates its own
+    with fastbench.counters.count(["task-clock", "page-faults"], missing="skip") as again:
+        pass
+    assert again.result.counts["task-clock"].overhead == first
 
 
 @linux_only

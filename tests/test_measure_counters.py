@@ -101,6 +101,9 @@ def test_counts_survive_a_results_file(tmp_path: object) -> None:
     assert isinstance(back, fastbench.Measurement) and back.counters is not None
     assert back.counters.per_call == m.counters.per_call  # type: ignore[union-attr]
     assert back.counters.overhead == m.counters.overhead  # type: ignore[union-attr]
+    assert back.counters.read_path == m.counters.read_path == "read"  # type: ignore[union-attr]
+    assert back.counters.read_path_reason == m.counters.read_path_reason  # type: ignore[union-attr]
+    assert "software events" in back.counters.read_path_reason  # type: ignore[union-attr]
 
 
 def test_sample_counts_medians_and_derived_on_synthetic_data() -> None:
