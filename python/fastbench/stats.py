@@ -12,6 +12,7 @@ ValueError with the reason.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import warnings
 from dataclasses import dataclass
@@ -19,7 +20,16 @@ from typing import Any, Mapping
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import stats as _sps
+
+
+@functools.lru_cache(maxsize=None)
+def _sps() -> Any:  # the scipy.stats module (untyped)
+    """scipy.stats, imported on first use: it takes most of a second to import, which
+    commands that never reach a statistic (``fastbench stat``, ``info``) should not pay."""
+    from scipy import stats
+
+    return stats
+
 
 # Fewer samples per side (or pairs) than this and compare_samples never calls a difference
 # significant: the sign-test interval of the median does not exist below 6 at 95% (see
@@ -105,8 +115,8 @@ def median_ci(samples: Any, confidence: float = 0.95) -> tuple[float, float] | N
     alpha = 1.0 - confidence
     # The largest k with P(B <= k-1) <= alpha/2. ppf gives the smallest k with
     # P(B <= k) >= alpha/2; when that holds with equality, k+1 still qualifies.
-    k = int(_sps.binom.ppf(alpha / 2.0, n, 0.5))
-    if _sps.binom.cdf(k, n, 0.5) <= alpha / 2.0:
+    k = int(_sps().binom.ppf(alpha / 2.0, n, 0.5))
+    if _sps().binom.cdf(k, n, 0.5) <= alpha / 2.0:
         k += 1
     if k < 1:
         return None
@@ -315,7 +325,7 @@ def _mean_ci(
     """Student t interval of the mean (Student 1908); None below two samples."""
     if n < 2:
         return None
-    half = float(_sps.t.ppf(0.5 + confidence / 2.0, n - 1)) * stdev / math.sqrt(n)
+    half = float(_sps().t.ppf(0.5 + confidence / 2.0, n - 1)) * stdev / math.sqrt(n)
     return mean - half, mean + half
 
 
@@ -347,8 +357,8 @@ def _bimodality_coefficient(x: NDArray[np.float64], median: float) -> float | No
     # or underflowing.
     d = x - median
     d = np.ldexp(d, -math.frexp(float(np.max(np.abs(d))))[1])
-    g = float(_sps.skew(d, bias=False))
-    k = float(_sps.kurtosis(d, bias=False))
+    g = float(_sps().skew(d, bias=False))
+    k = float(_sps().kurtosis(d, bias=False))
     # The denominator is at least (n-1)(n+1)/((n-2)(n-3)) > 0 since m4 >= m2^2.
     return (g * g + 1.0) / (k + 3.0 * (n - 1) ** 2 / ((n - 2) * (n - 3)))
 
@@ -385,7 +395,7 @@ def _trend(x: NDArray[np.float64]) -> tuple[float | None, float | None]:
         # Kendall's tau is 0/0 here; the Mann-Kendall statistic S is 0 under every
         # permutation, so the exact p-value is 1.
         return 0.0, 1.0
-    res = _sps.kendalltau(np.arange(n), x)
+    res = _sps().kendalltau(np.arange(n), x)
     return float(res.statistic), float(res.pvalue)
 
 
@@ -565,8 +575,8 @@ def required_samples(samples: Any, rel_precision: float, confidence: float = 0.9
     if cv == 0.0:
         return 2
     q = 0.5 + confidence / 2.0
-    n = max(2, math.floor((float(_sps.norm.ppf(q)) * cv / rel) ** 2))
-    while float(_sps.t.ppf(q, n - 1)) * cv / math.sqrt(n) > rel:
+    n = max(2, math.floor((float(_sps().norm.ppf(q)) * cv / rel) ** 2))
+    while float(_sps().t.ppf(q, n - 1)) * cv / math.sqrt(n) > rel:
         n += 1
     return n
 
@@ -577,8 +587,8 @@ def _t_test_power(n: int, cv: float, effect: float, alpha: float, paired: bool) 
         df, nc = n - 1, effect * math.sqrt(n) / cv
     else:
         df, nc = 2 * n - 2, effect * math.sqrt(n / 2.0) / cv
-    crit = float(_sps.t.ppf(1.0 - alpha / 2.0, df))
-    return float(_sps.nct.sf(crit, df, nc) + _sps.nct.cdf(-crit, df, nc))
+    crit = float(_sps().t.ppf(1.0 - alpha / 2.0, df))
+    return float(_sps().nct.sf(crit, df, nc) + _sps().nct.cdf(-crit, df, nc))
 
 
 def samples_for_power(
@@ -651,7 +661,7 @@ def samples_for_power(
         raise ValueError("correlation applies only to paired designs (paired=True)")
 
     spread = math.sqrt(2.0 * (1.0 - rho)) * cv_f if paired else cv_f
-    z = float(_sps.norm.ppf(1.0 - al / 2.0)) + float(_sps.norm.ppf(pw))
+    z = float(_sps().norm.ppf(1.0 - al / 2.0)) + float(_sps().norm.ppf(pw))
     approx = (1.0 if paired else 2.0) * (z * spread / eff) ** 2
     n = max(2, math.ceil(approx))
     # Power grows with n: step up to the first n that reaches it, then down while n - 1
@@ -845,12 +855,12 @@ def _welch_log(log_a: NDArray[np.float64], log_b: NDArray[np.float64]) -> float 
         # A side with identical values is legitimate (its variance is 0) but scipy warns
         # about catastrophic cancellation for it.
         warnings.filterwarnings("ignore", "Precision loss occurred", RuntimeWarning)
-        p = float(_sps.ttest_ind(log_a, log_b, equal_var=False).pvalue)
+        p = float(_sps().ttest_ind(log_a, log_b, equal_var=False).pvalue)
     return p if math.isfinite(p) else None
 
 
 def _mannwhitney(a: NDArray[np.float64], b: NDArray[np.float64]) -> float:
-    p = float(_sps.mannwhitneyu(a, b, alternative="two-sided").pvalue)
+    p = float(_sps().mannwhitneyu(a, b, alternative="two-sided").pvalue)
     return p if math.isfinite(p) else 1.0
 
 
@@ -992,8 +1002,8 @@ def _compare(
             # and ignores how far a pair is off: one preempted round, however slow, weighs
             # as much as any other. Wilcoxon ranks by magnitude, so two disturbed rounds
             # can hide a slowdown that every other round shows; it is reported beside.
-            p_primary = float(_sps.binomtest(int(np.count_nonzero(r > 0)), nonzero, 0.5).pvalue)
-            p_wilcoxon = float(_sps.wilcoxon(r).pvalue)
+            p_primary = float(_sps().binomtest(int(np.count_nonzero(r > 0)), nonzero, 0.5).pvalue)
+            p_wilcoxon = float(_sps().wilcoxon(r).pvalue)
             if not math.isfinite(p_wilcoxon):
                 p_wilcoxon = None
                 notes.append("the Wilcoxon test could not run on these pairs")
