@@ -20,7 +20,8 @@ from . import _core
 from .errors import FastbenchError
 
 __all__ = ["CounterResult", "CountersUnavailable", "EventAvailability", "EventCount",
-           "SampleCounts", "available", "count", "count_samples", "event_names"]
+           "SampleCounts", "SimulatedCounts", "SimulationTimeout", "SimulationUnavailable",
+           "available", "count", "count_samples", "event_names", "simulate"]
 
 _RAW = re.compile(r"^r[0-9a-fA-F]{1,16}$|^[A-Za-z0-9_]+:(0x[0-9a-fA-F]+|\d+)$")
 _OVERHEAD_REPS = 31
@@ -377,3 +378,11 @@ def _median_finite(values: Sequence[float]) -> float:
     mid = len(finite) // 2
     return finite[mid] if len(finite) % 2 else 0.5 * (finite[mid - 1] + finite[mid])
 
+
+# The valgrind path imports this module's errors, so it is bound last.
+from ._valgrind import (  # noqa: E402
+    SimulatedCounts,
+    SimulationTimeout,
+    SimulationUnavailable,
+    simulate,
+)
