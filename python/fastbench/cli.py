@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from typing import Callable, Sequence
 
 from pathlib import Path
@@ -19,8 +20,11 @@ from .errors import FastbenchError
 from .measurement import Measurement
 from .report import clock_lines, comparison_lines, counter_lines, isa_lines, measurement_lines
 from .results import load_any, save
+from .stat import stat_command
 from .timing import DEFAULT_DURATION_S, DEFAULT_SAMPLE_S, measure, timeit
 
+# Exit status of `stat` when the command does not exist (the shell's convention)
+EXIT_NOT_FOUND = 127
 # Exit status of `compare` when a significant slowdown beyond --fail-slower was found
 # (1 is any error, 2 a usage error).
 EXIT_SLOWER = 3
@@ -95,6 +99,40 @@ def _file_comparisons(paths: Sequence[str], args: argparse.Namespace) -> list[Co
         else:
             _out(f"{name}: in no candidate file, skipped")
     return out
+
+
+def cmd_stat(args: argparse.Namespace) -> int:
+    cmd = list(args.cmd)
+    if cmd and cmd[0] == "--":
+        cmd = cmd[1:]
+    if not cmd:
+        raise ValueError("no command given: fastbench stat [-e EVENTS] [-r N] -- CMD ARGS...")
+    events = [e.strip() for e in ",".join(args.events).split(",") if e.strip()] or None
+    show = sys.stderr.isatty()
+
+    def progress(done: int, total: int) -> None:
+        if show:
+            end = "\n" if done == total else ""
+            print(f"\rfastbench stat: run {done}/{total}", end=end, file=sys.stderr, flush=True)
+
+    try:
+        result = stat_command(cmd, events, repeat=args.repeat, progress=progress)
+    except FileNotFoundError:
+        print(f"error: command not found: {cmd[0]}", file=sys.stderr)
+        return EXIT_NOT_FOUND
+    lines = result.lines()
+    if args.simulate:
+        from .counters import simulate  # valgrind's runner loads only when asked for
+
+        sim = simulate(cmd)
+        result = replace(result, simulated=sim.to_dict())
+        lines += ["", *str(sim).splitlines()]
+    _out(lines)
+    if args.output:
+        save(result, args.output)
+        _out(f"saved to {args.output}")
+    failed = [rc for rc in result.returncodes if rc != 0]
+    return failed[-1] if failed else 0
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -223,6 +261,22 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("tour", help="a first run: info, then a few measurements")
     p.add_argument("-o", "--output", help="also write the report to this file")
     p.set_defaults(func=cmd_tour)
+
+    p = sub.add_parser(
+        "stat", help="count events over a command, like perf stat",
+        description="Run CMD --repeat times with counters inherited by its processes and "
+        "threads; print each event's mean ± 95%% CI, running fraction, derived metrics, and "
+        "one line per event that cannot be counted here with the reason. Exits with the "
+        "command's status when a run fails.")
+    p.add_argument("-e", "--events", action="append", default=[],
+                   help="comma-separated events (default: perf stat's set); see fastbench info")
+    p.add_argument("-r", "--repeat", type=int, default=5, help="runs of the command (default 5)")
+    p.add_argument("--simulate", action="store_true",
+                   help="also run it once under valgrind cachegrind: exact instruction counts "
+                   "and simulated cache misses, with the cache sizes fastbench detects")
+    p.add_argument("-o", "--output", help="save the result to this JSON file")
+    p.add_argument("cmd", nargs=argparse.REMAINDER, help="-- CMD ARGS...")
+    p.set_defaults(func=cmd_stat)
     return parser
 
 
