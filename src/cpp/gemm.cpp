@@ -1,0 +1,556 @@
+// gemm.cpp — see gemm.hpp. Owns the Goto/BLIS-style driver (B panels kc×nc and A blocks
+// mc×kc packed into aligned buffers, an mr×nr register-tile micro-kernel over them), the
+// cache-size detection that picks mc/kc/nc, the AVX2+FMA and portable micro-kernels, and
+// the split of C among threads. Threads work on disjoint tiles of C and pack their own
+// panels, so no synchronisation is needed inside a call.
+#include "gemm.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <new>
+#include <stdexcept>
+#include <string>
+
+#include "cpu.hpp"
+#include "parallel.hpp"
+
+#if defined(__linux__)
+#include <unistd.h>
+#endif
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+namespace fastbench {
+namespace {
+
+constexpr std::size_t kAlignBytes = 64;
+// Below this many multiply-adds (64³) thread start-up costs more than it saves.
+constexpr double kMinParallelMacs = 64.0 * 64.0 * 64.0;
+
+std::atomic<bool> g_force_portable{false};
+
+// ---- cache sizes --------------------------------------------------------------------------
+
+struct CacheSizes {
+  std::size_t l1d_bytes = 32 * 1024;
+  std::size_t l2_bytes = 512 * 1024;
+  std::size_t l3_bytes = 32 * 1024 * 1024;
+};
+
+// Parses sysfs sizes such as "32K" or "32768K".
+std::size_t parse_size_bytes(const std::string& s) {
+  std::size_t value = 0;
+  std::size_t i = 0;
+  while (i < s.size() && s[i] >= '0' && s[i] <= '9') {
+    value = value * 10 + static_cast<std::size_t>(s[i] - '0');
+    ++i;
+  }
+  if (i < s.size() && (s[i] == 'K' || s[i] == 'k')) value *= 1024;
+  if (i < s.size() && (s[i] == 'M' || s[i] == 'm')) value *= 1024 * 1024;
+  return value;
+}
+
+std::string read_line(const std::string& path) {
+  std::ifstream f(path);
+  std::string line;
+  if (f) std::getline(f, line);
+  return line;
+}
+
+// sysfs first: under some hypervisors sysconf reports an L3 far larger than the real one.
+CacheSizes detect_caches() {
+  CacheSizes c;
+  std::size_t l1 = 0, l2 = 0, l3 = 0;
+  for (int idx = 0; idx < 8; ++idx) {
+    const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(idx);
+    const std::string level = read_line(dir + "/level");
+    if (level.empty()) break;
+    const std::string type = read_line(dir + "/type");
+    const std::size_t size = parse_size_bytes(read_line(dir + "/size"));
+    if (level == "1" && type == "Data") l1 = size;
+    if (level == "2" && type != "Instruction") l2 = size;
+    if (level == "3" && type != "Instruction") l3 = size;
+  }
+#if defined(__linux__) && defined(_SC_LEVEL1_DCACHE_SIZE)
+  auto sc = [](int name) {
+    const long v = sysconf(name);
+    return v > 0 ? static_cast<std::size_t>(v) : std::size_t{0};
+  };
+  if (l1 == 0) l1 = sc(_SC_LEVEL1_DCACHE_SIZE);
+  if (l2 == 0) l2 = sc(_SC_LEVEL2_CACHE_SIZE);
+  if (l3 == 0) l3 = sc(_SC_LEVEL3_CACHE_SIZE);
+#endif
+  // Ignore implausible readings rather than build absurd blocks from them.
+  if (l1 >= 8 * 1024 && l1 <= 1024 * 1024) c.l1d_bytes = l1;
+  if (l2 >= 64 * 1024 && l2 <= 64 * 1024 * 1024) c.l2_bytes = l2;
+  if (l3 >= 1024 * 1024 && l3 <= 1024 * 1024 * 1024) c.l3_bytes = l3;
+  return c;
+}
+
+const CacheSizes& caches() {
+  static const CacheSizes c = detect_caches();
+  return c;
+}
+
+std::size_t round_down(std::size_t x, std::size_t to) { return x / to * to; }
+std::size_t round_up(std::size_t x, std::size_t to) { return (x + to - 1) / to * to; }
+std::size_t div_up(std::size_t x, std::size_t y) { return (x + y - 1) / y; }
+
+// kc: one B micro-panel (kc×nr) in about half of L1, leaving room for the A slivers and C.
+// mc: the packed A block (mc×kc) in about half of L2. nc: the B panel (kc×nc) in a quarter
+// of L3, which is shared with the other cores' panels.
+GemmBlocking blocking_for(std::size_t elem_bytes, std::size_t mr, std::size_t nr) {
+  const CacheSizes& cs = caches();
+  GemmBlocking b;
+  b.mr = mr;
+  b.nr = nr;
+  b.kc = std::clamp<std::size_t>(round_down(cs.l1d_bytes / 2 / (nr * elem_bytes), 8), 64, 512);
+  b.mc = std::clamp<std::size_t>(round_down(cs.l2_bytes / 2 / (b.kc * elem_bytes), mr), mr * 4,
+                                 mr * 128);
+  b.nc = std::clamp<std::size_t>(round_down(cs.l3_bytes / 4 / (b.kc * elem_bytes), nr), nr * 16,
+                                 4096);
+  return b;
+}
+
+// ---- aligned buffers ----------------------------------------------------------------------
+
+struct FreeDeleter {
+  void operator()(void* p) const { std::free(p); }
+};
+
+template <class T>
+std::unique_ptr<T[], FreeDeleter> aligned_buffer(std::size_t count) {
+  const std::size_t bytes = round_up(std::max<std::size_t>(count, 1) * sizeof(T), kAlignBytes);
+  void* p = std::aligned_alloc(kAlignBytes, bytes);
+  if (p == nullptr) throw std::bad_alloc();
+  return std::unique_ptr<T[], FreeDeleter>(static_cast<T*>(p));
+}
+
+// ---- packing ------------------------------------------------------------------------------
+
+// A block rows [0, mc) × cols [0, kc) into mr-row slivers: sliver s holds, for each p, the mr
+// values A[s·mr + i][p] contiguously; rows past mc are zero so the kernel needs no masks.
+template <class T>
+void pack_a(std::size_t mc, std::size_t kc, const T* a, std::size_t lda, std::size_t mr, T* out) {
+  for (std::size_t i0 = 0; i0 < mc; i0 += mr) {
+    const std::size_t rows = std::min(mr, mc - i0);
+    for (std::size_t i = 0; i < rows; ++i) {
+      const T* src = a + (i0 + i) * lda;
+      for (std::size_t p = 0; p < kc; ++p) out[p * mr + i] = src[p];
+    }
+    for (std::size_t i = rows; i < mr; ++i) {
+      for (std::size_t p = 0; p < kc; ++p) out[p * mr + i] = T(0);
+    }
+    out += mr * kc;
+  }
+}
+
+// B panel rows [0, kc) × cols [0, nc) into nr-column slivers: sliver s holds, for each p, the
+// nr values B[p][s·nr + j] contiguously, zero-padded past nc.
+template <class T>
+void pack_b(std::size_t kc, std::size_t nc, const T* b, std::size_t ldb, std::size_t nr, T* out) {
+  for (std::size_t j0 = 0; j0 < nc; j0 += nr) {
+    const std::size_t cols = std::min(nr, nc - j0);
+    for (std::size_t p = 0; p < kc; ++p) {
+      const T* src = b + p * ldb + j0;
+      T* dst = out + p * nr;
+      for (std::size_t j = 0; j < cols; ++j) dst[j] = src[j];
+      for (std::size_t j = cols; j < nr; ++j) dst[j] = T(0);
+    }
+    out += nr * kc;
+  }
+}
+
+// Writes an mr×nr tile held in `acc` (row stride nr) into the rows × cols corner of C.
+template <class T>
+void store_tile(std::size_t rows, std::size_t cols, const T* acc, std::size_t nr, T alpha, T beta,
+                T* c, std::size_t ldc) {
+  for (std::size_t i = 0; i < rows; ++i) {
+    T* ci = c + i * ldc;
+    const T* ai = acc + i * nr;
+    if (beta == T(0)) {
+      for (std::size_t j = 0; j < cols; ++j) ci[j] = alpha * ai[j];
+    } else {
+      for (std::size_t j = 0; j < cols; ++j) ci[j] = alpha * ai[j] + beta * ci[j];
+    }
+  }
+}
+
+// ---- micro-kernels ------------------------------------------------------------------------
+// A kernel computes the full mr×nr product of one packed A sliver and one packed B sliver
+// over kc and updates the rows × cols corner of C with alpha and beta.
+
+// Portable: sized for 16 SSE2 registers (the x86-64 baseline) so the compiler can keep the
+// accumulators in registers; other targets get plain, still blocked, loops.
+template <class T>
+struct PortableKernel {
+  static constexpr std::size_t kMr = 4;
+  static constexpr std::size_t kNr = sizeof(T) == 4 ? 8 : 4;
+
+  static void run(std::size_t kc, const T* pa, const T* pb, T alpha, T beta, T* c,
+                  std::size_t ldc, std::size_t rows, std::size_t cols) {
+    T acc[kMr * kNr] = {};
+    for (std::size_t p = 0; p < kc; ++p) {
+      for (std::size_t i = 0; i < kMr; ++i) {
+        const T ai = pa[p * kMr + i];
+        for (std::size_t j = 0; j < kNr; ++j) acc[i * kNr + j] += ai * pb[p * kNr + j];
+      }
+    }
+    store_tile(rows, cols, acc, kNr, alpha, beta, c, ldc);
+  }
+};
+
+#if defined(__x86_64__)
+
+#define FASTBENCH_AVX2 __attribute__((target("avx2,fma")))
+
+// 6×16 floats (12 ymm accumulators + 2 for B + 1 broadcast): two FMAs per B load pair and
+// enough independent chains (12) to cover FMA latency on two pipes.
+struct Avx2KernelF32 {
+  static constexpr std::size_t kMr = 6;
+  static constexpr std::size_t kNr = 16;
+
+  FASTBENCH_AVX2 static void run(std::size_t kc, const float* pa, const float* pb, float alpha,
+                                 float beta, float* c, std::size_t ldc, std::size_t rows,
+                                 std::size_t cols) {
+    __m256 c00 = _mm256_setzero_ps(), c01 = _mm256_setzero_ps();
+    __m256 c10 = _mm256_setzero_ps(), c11 = _mm256_setzero_ps();
+    __m256 c20 = _mm256_setzero_ps(), c21 = _mm256_setzero_ps();
+    __m256 c30 = _mm256_setzero_ps(), c31 = _mm256_setzero_ps();
+    __m256 c40 = _mm256_setzero_ps(), c41 = _mm256_setzero_ps();
+    __m256 c50 = _mm256_setzero_ps(), c51 = _mm256_setzero_ps();
+    for (std::size_t i = 0; i < rows; ++i) _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc), _MM_HINT_T0);
+    // Unrolled so the loop overhead hides between the FMAs.
+#pragma GCC unroll 4
+    for (std::size_t p = 0; p < kc; ++p) {
+      const __m256 b0 = _mm256_load_ps(pb);
+      const __m256 b1 = _mm256_load_ps(pb + 8);
+      __m256 a = _mm256_broadcast_ss(pa + 0);
+      c00 = _mm256_fmadd_ps(a, b0, c00);
+      c01 = _mm256_fmadd_ps(a, b1, c01);
+      a = _mm256_broadcast_ss(pa + 1);
+      c10 = _mm256_fmadd_ps(a, b0, c10);
+      c11 = _mm256_fmadd_ps(a, b1, c11);
+      a = _mm256_broadcast_ss(pa + 2);
+      c20 = _mm256_fmadd_ps(a, b0, c20);
+      c21 = _mm256_fmadd_ps(a, b1, c21);
+      a = _mm256_broadcast_ss(pa + 3);
+      c30 = _mm256_fmadd_ps(a, b0, c30);
+      c31 = _mm256_fmadd_ps(a, b1, c31);
+      a = _mm256_broadcast_ss(pa + 4);
+      c40 = _mm256_fmadd_ps(a, b0, c40);
+      c41 = _mm256_fmadd_ps(a, b1, c41);
+      a = _mm256_broadcast_ss(pa + 5);
+      c50 = _mm256_fmadd_ps(a, b0, c50);
+      c51 = _mm256_fmadd_ps(a, b1, c51);
+      pa += kMr;
+      pb += kNr;
+    }
+    const __m256 acc[kMr][2] = {{c00, c01}, {c10, c11}, {c20, c21},
+                                {c30, c31}, {c40, c41}, {c50, c51}};
+    const __m256 va = _mm256_set1_ps(alpha);
+    if (rows == kMr && cols == kNr) {
+      // Full tile: straight from registers, unaligned access to the caller's C.
+      if (beta == 0.0f) {
+        for (std::size_t i = 0; i < kMr; ++i) {
+          _mm256_storeu_ps(c + i * ldc, _mm256_mul_ps(va, acc[i][0]));
+          _mm256_storeu_ps(c + i * ldc + 8, _mm256_mul_ps(va, acc[i][1]));
+        }
+      } else {
+        const __m256 vb = _mm256_set1_ps(beta);
+        for (std::size_t i = 0; i < kMr; ++i) {
+          float* ci = c + i * ldc;
+          _mm256_storeu_ps(ci, _mm256_fmadd_ps(va, acc[i][0], _mm256_mul_ps(vb, _mm256_loadu_ps(ci))));
+          _mm256_storeu_ps(ci + 8, _mm256_fmadd_ps(va, acc[i][1],
+                                                   _mm256_mul_ps(vb, _mm256_loadu_ps(ci + 8))));
+        }
+      }
+      return;
+    }
+    alignas(32) float tile[kMr * kNr];
+    for (std::size_t i = 0; i < kMr; ++i) {
+      _mm256_store_ps(tile + i * kNr, acc[i][0]);
+      _mm256_store_ps(tile + i * kNr + 8, acc[i][1]);
+    }
+    store_tile(rows, cols, tile, kNr, alpha, beta, c, ldc);
+  }
+};
+
+// 6×8 doubles: the same register budget as the float kernel, four lanes per ymm.
+struct Avx2KernelF64 {
+  static constexpr std::size_t kMr = 6;
+  static constexpr std::size_t kNr = 8;
+
+  FASTBENCH_AVX2 static void run(std::size_t kc, const double* pa, const double* pb, double alpha,
+                                 double beta, double* c, std::size_t ldc, std::size_t rows,
+                                 std::size_t cols) {
+    __m256d c00 = _mm256_setzero_pd(), c01 = _mm256_setzero_pd();
+    __m256d c10 = _mm256_setzero_pd(), c11 = _mm256_setzero_pd();
+    __m256d c20 = _mm256_setzero_pd(), c21 = _mm256_setzero_pd();
+    __m256d c30 = _mm256_setzero_pd(), c31 = _mm256_setzero_pd();
+    __m256d c40 = _mm256_setzero_pd(), c41 = _mm256_setzero_pd();
+    __m256d c50 = _mm256_setzero_pd(), c51 = _mm256_setzero_pd();
+    for (std::size_t i = 0; i < rows; ++i) _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc), _MM_HINT_T0);
+    // Unrolled so the loop overhead hides between the FMAs.
+#pragma GCC unroll 4
+    for (std::size_t p = 0; p < kc; ++p) {
+      const __m256d b0 = _mm256_load_pd(pb);
+      const __m256d b1 = _mm256_load_pd(pb + 4);
+      __m256d a = _mm256_broadcast_sd(pa + 0);
+      c00 = _mm256_fmadd_pd(a, b0, c00);
+      c01 = _mm256_fmadd_pd(a, b1, c01);
+      a = _mm256_broadcast_sd(pa + 1);
+      c10 = _mm256_fmadd_pd(a, b0, c10);
+      c11 = _mm256_fmadd_pd(a, b1, c11);
+      a = _mm256_broadcast_sd(pa + 2);
+      c20 = _mm256_fmadd_pd(a, b0, c20);
+      c21 = _mm256_fmadd_pd(a, b1, c21);
+      a = _mm256_broadcast_sd(pa + 3);
+      c30 = _mm256_fmadd_pd(a, b0, c30);
+      c31 = _mm256_fmadd_pd(a, b1, c31);
+      a = _mm256_broadcast_sd(pa + 4);
+      c40 = _mm256_fmadd_pd(a, b0, c40);
+      c41 = _mm256_fmadd_pd(a, b1, c41);
+      a = _mm256_broadcast_sd(pa + 5);
+      c50 = _mm256_fmadd_pd(a, b0, c50);
+      c51 = _mm256_fmadd_pd(a, b1, c51);
+      pa += kMr;
+      pb += kNr;
+    }
+    const __m256d acc[kMr][2] = {{c00, c01}, {c10, c11}, {c20, c21},
+                                 {c30, c31}, {c40, c41}, {c50, c51}};
+    const __m256d va = _mm256_set1_pd(alpha);
+    if (rows == kMr && cols == kNr) {
+      if (beta == 0.0) {
+        for (std::size_t i = 0; i < kMr; ++i) {
+          _mm256_storeu_pd(c + i * ldc, _mm256_mul_pd(va, acc[i][0]));
+          _mm256_storeu_pd(c + i * ldc + 4, _mm256_mul_pd(va, acc[i][1]));
+        }
+      } else {
+        const __m256d vb = _mm256_set1_pd(beta);
+        for (std::size_t i = 0; i < kMr; ++i) {
+          double* ci = c + i * ldc;
+          _mm256_storeu_pd(ci, _mm256_fmadd_pd(va, acc[i][0], _mm256_mul_pd(vb, _mm256_loadu_pd(ci))));
+          _mm256_storeu_pd(ci + 4, _mm256_fmadd_pd(va, acc[i][1],
+                                                   _mm256_mul_pd(vb, _mm256_loadu_pd(ci + 4))));
+        }
+      }
+      return;
+    }
+    alignas(32) double tile[kMr * kNr];
+    for (std::size_t i = 0; i < kMr; ++i) {
+      _mm256_store_pd(tile + i * kNr, acc[i][0]);
+      _mm256_store_pd(tile + i * kNr + 4, acc[i][1]);
+    }
+    store_tile(rows, cols, tile, kNr, alpha, beta, c, ldc);
+  }
+};
+
+#undef FASTBENCH_AVX2
+
+template <class T>
+struct Avx2Kernel;
+template <>
+struct Avx2Kernel<float> : Avx2KernelF32 {};
+template <>
+struct Avx2Kernel<double> : Avx2KernelF64 {};
+
+#endif  // __x86_64__
+
+bool use_avx2() {
+#if defined(__x86_64__)
+  if (g_force_portable.load(std::memory_order_relaxed)) return false;
+  const CpuFeatures& f = cpu_features();
+  return f.avx2 && f.fma;
+#else
+  return false;
+#endif
+}
+
+// ---- driver -------------------------------------------------------------------------------
+
+// Splits `total` into `parts` near-equal pieces of whole `unit`s; returns the pieces'
+// boundaries for piece `idx` as [begin, end).
+void split_range(std::size_t total, std::size_t unit, std::size_t parts, std::size_t idx,
+                 std::size_t* begin, std::size_t* end) {
+  const std::size_t units = div_up(total, unit);
+  const std::size_t lo = units * idx / parts;
+  const std::size_t hi = units * (idx + 1) / parts;
+  *begin = std::min(total, lo * unit);
+  *end = std::min(total, hi * unit);
+}
+
+// Balances a loop of `total` over blocks of at most `max_block`: equal blocks rounded up to
+// `unit`, so k = 300 with kc = 256 runs 2 × 152 rather than 256 + 44.
+std::size_t balanced_block(std::size_t total, std::size_t max_block, std::size_t unit) {
+  const std::size_t blocks = div_up(total, max_block);
+  return std::min(max_block, round_up(div_up(total, blocks), unit));
+}
+
+// The serial Goto loop nest on one m×n tile of C (jc → pc → ic → jr → ir).
+template <class T, class Kernel>
+void gemm_tile(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std::size_t lda,
+               const T* b, std::size_t ldb, T beta, T* c, std::size_t ldc, const GemmBlocking& bl) {
+  constexpr std::size_t kMr = Kernel::kMr;
+  constexpr std::size_t kNr = Kernel::kNr;
+  const std::size_t kc_max = balanced_block(k, bl.kc, 8);
+  const std::size_t mc_max = balanced_block(m, bl.mc, kMr);
+  const std::size_t nc_max = balanced_block(n, bl.nc, kNr);
+  auto packed_a = aligned_buffer<T>(round_up(mc_max, kMr) * kc_max);
+  auto packed_b = aligned_buffer<T>(round_up(nc_max, kNr) * kc_max);
+  for (std::size_t jc = 0; jc < n; jc += nc_max) {
+    const std::size_t nc = std::min(nc_max, n - jc);
+    for (std::size_t pc = 0; pc < k; pc += kc_max) {
+      const std::size_t kc = std::min(kc_max, k - pc);
+      // Later k blocks accumulate onto what the first one wrote.
+      const T beta_pc = pc == 0 ? beta : T(1);
+      pack_b(kc, nc, b + pc * ldb + jc, ldb, kNr, packed_b.get());
+      for (std::size_t ic = 0; ic < m; ic += mc_max) {
+        const std::size_t mc = std::min(mc_max, m - ic);
+        pack_a(mc, kc, a + ic * lda + pc, lda, kMr, packed_a.get());
+        for (std::size_t jr = 0; jr < nc; jr += kNr) {
+          const std::size_t cols = std::min(kNr, nc - jr);
+          const T* pb = packed_b.get() + jr * kc;
+          for (std::size_t ir = 0; ir < mc; ir += kMr) {
+            const std::size_t rows = std::min(kMr, mc - ir);
+            Kernel::run(kc, packed_a.get() + ir * kc, pb, alpha, beta_pc,
+                        c + (ic + ir) * ldc + jc + jr, ldc, rows, cols);
+          }
+        }
+      }
+    }
+  }
+}
+
+template <class T>
+void scale_c(std::size_t m, std::size_t n, T beta, T* c, std::size_t ldc) {
+  for (std::size_t i = 0; i < m; ++i) {
+    T* ci = c + i * ldc;
+    if (beta == T(0)) {
+      std::fill(ci, ci + n, T(0));
+    } else if (beta != T(1)) {
+      for (std::size_t j = 0; j < n; ++j) ci[j] *= beta;
+    }
+  }
+}
+
+template <class T>
+void check(std::size_t m, std::size_t n, std::size_t k, const T* a, std::size_t lda, const T* b,
+           std::size_t ldb, const T* c, std::size_t ldc) {
+  if (lda < k || ldb < n || ldc < n) {
+    throw std::invalid_argument("[gemm] leading dimensions lda=" + std::to_string(lda) +
+                                ", ldb=" + std::to_string(ldb) + ", ldc=" + std::to_string(ldc) +
+                                " below the row lengths; expected lda >= k=" + std::to_string(k) +
+                                ", ldb >= n=" + std::to_string(n) + ", ldc >= n");
+  }
+  if (m == 0 || n == 0) return;  // C is empty: nothing is read or written
+  if (k > 0 && a == nullptr) {
+    throw std::invalid_argument("[gemm] a is null for a non-empty " + std::to_string(m) + "x" +
+                                std::to_string(k) + " A; expected a valid pointer");
+  }
+  if (k > 0 && b == nullptr) {
+    throw std::invalid_argument("[gemm] b is null for a non-empty " + std::to_string(k) + "x" +
+                                std::to_string(n) + " B; expected a valid pointer");
+  }
+  if (c == nullptr) {
+    throw std::invalid_argument("[gemm] c is null for a non-empty " + std::to_string(m) + "x" +
+                                std::to_string(n) + " C; expected a valid pointer");
+  }
+}
+
+template <class T, class Kernel>
+void gemm_with(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std::size_t lda,
+               const T* b, std::size_t ldb, T beta, T* c, std::size_t ldc, int nthreads) {
+  const GemmBlocking bl = blocking_for(sizeof(T), Kernel::kMr, Kernel::kNr);
+  const double macs = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  std::size_t nt = macs < kMinParallelMacs ? 1 : static_cast<std::size_t>(nthreads);
+  // Threads get a grid tm × tn of C tiles, shaped so the tiles are about square (each thread
+  // re-packs the panels of the other operand, so square tiles pack the least).
+  const std::size_t m_units = div_up(m, Kernel::kMr);
+  const std::size_t n_units = div_up(n, Kernel::kNr);
+  nt = std::max<std::size_t>(1, std::min(nt, m_units * n_units));
+  std::size_t tm = 1;
+  double best = -1.0;
+  for (std::size_t d = 1; d <= nt; ++d) {
+    if (nt % d != 0 || d > m_units || nt / d > n_units) continue;
+    const double tile_m = static_cast<double>(m) / static_cast<double>(d);
+    const double tile_n = static_cast<double>(n) / static_cast<double>(nt / d);
+    const double squareness = std::min(tile_m, tile_n) / std::max(tile_m, tile_n);
+    if (squareness > best) {
+      best = squareness;
+      tm = d;
+    }
+  }
+  if (best < 0.0) {  // no exact grid fits: fall back to one dimension
+    tm = std::min(nt, m_units);
+    nt = tm;
+  }
+  const std::size_t tn = nt / tm;
+  run_parallel(static_cast<int>(nt), [&](int tid, int) {
+    const std::size_t t = static_cast<std::size_t>(tid);
+    std::size_t m0 = 0, m1 = 0, n0 = 0, n1 = 0;
+    split_range(m, Kernel::kMr, tm, t / tn, &m0, &m1);
+    split_range(n, Kernel::kNr, tn, t % tn, &n0, &n1);
+    if (m0 >= m1 || n0 >= n1) return;
+    gemm_tile<T, Kernel>(m1 - m0, n1 - n0, k, alpha, a + m0 * lda, lda, b + n0, ldb, beta,
+                         c + m0 * ldc + n0, ldc, bl);
+  });
+}
+
+template <class T>
+void gemm_impl(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std::size_t lda,
+               const T* b, std::size_t ldb, T beta, T* c, std::size_t ldc, int threads) {
+  check(m, n, k, a, lda, b, ldb, c, ldc);
+  const int nthreads = resolve_threads(threads, "gemm");
+  if (m == 0 || n == 0) return;
+  if (k == 0 || alpha == T(0)) {  // A·B contributes nothing and is not read, as in BLAS
+    scale_c(m, n, beta, c, ldc);
+    return;
+  }
+#if defined(__x86_64__)
+  if (use_avx2()) {
+    gemm_with<T, Avx2Kernel<T>>(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, nthreads);
+    return;
+  }
+#endif
+  gemm_with<T, PortableKernel<T>>(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, nthreads);
+}
+
+}  // namespace
+
+void gemm(std::size_t m, std::size_t n, std::size_t k, float alpha, const float* a,
+          std::size_t lda, const float* b, std::size_t ldb, float beta, float* c,
+          std::size_t ldc, int threads) {
+  gemm_impl(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, threads);
+}
+
+void gemm(std::size_t m, std::size_t n, std::size_t k, double alpha, const double* a,
+          std::size_t lda, const double* b, std::size_t ldb, double beta, double* c,
+          std::size_t ldc, int threads) {
+  gemm_impl(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, threads);
+}
+
+const char* gemm_isa() { return use_avx2() ? "avx2+fma" : "portable"; }
+
+GemmBlocking gemm_blocking(bool f64) {
+#if defined(__x86_64__)
+  if (use_avx2()) {
+    return f64 ? blocking_for(8, Avx2Kernel<double>::kMr, Avx2Kernel<double>::kNr)
+               : blocking_for(4, Avx2Kernel<float>::kMr, Avx2Kernel<float>::kNr);
+  }
+#endif
+  return f64 ? blocking_for(8, PortableKernel<double>::kMr, PortableKernel<double>::kNr)
+             : blocking_for(4, PortableKernel<float>::kMr, PortableKernel<float>::kNr);
+}
+
+namespace detail {
+void gemm_force_portable(bool on) { g_force_portable.store(on, std::memory_order_relaxed); }
+}  // namespace detail
+
+}  // namespace fastbench

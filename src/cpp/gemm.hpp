@@ -1,0 +1,38 @@
+// gemm.hpp — C = alpha·A·B + beta·C for float and double, row-major, any sizes: the compute
+// ceiling that roofline calibration reaches with real code. A register-blocked AVX2/FMA
+// micro-kernel with packing and cache blocking where CPUID allows it (chosen at run time),
+// a portable path always. No Python here.
+#pragma once
+
+#include <cstddef>
+
+namespace fastbench {
+
+// C[m×n] = alpha · A[m×k] · B[k×n] + beta · C, row-major with leading dimensions in
+// elements (lda >= k, ldb >= n, ldc >= n). beta == 0 ignores what C held (NaN included),
+// as BLAS does; k == 0 scales C by beta. threads: 0 = hardware_threads().
+// Throws std::invalid_argument ("[gemm] ...") for a leading dimension below its row length,
+// a null pointer with a non-empty operand, or negative threads.
+void gemm(std::size_t m, std::size_t n, std::size_t k, float alpha, const float* a,
+          std::size_t lda, const float* b, std::size_t ldb, float beta, float* c,
+          std::size_t ldc, int threads = 0);
+void gemm(std::size_t m, std::size_t n, std::size_t k, double alpha, const double* a,
+          std::size_t lda, const double* b, std::size_t ldb, double beta, double* c,
+          std::size_t ldc, int threads = 0);
+
+// The path gemm() takes on this machine: "avx2+fma" or "portable".
+const char* gemm_isa();
+
+// Cache-blocking sizes in use (elements), for reports and tests.
+struct GemmBlocking {
+  std::size_t mc = 0, kc = 0, nc = 0;  // A block mc×kc (L2), B panel kc×nc (L3), kc·nr (L1)
+  std::size_t mr = 0, nr = 0;          // micro-kernel register tile
+};
+GemmBlocking gemm_blocking(bool f64);
+
+namespace detail {
+// Test hook: force the portable path even where AVX2/FMA exist (process-wide).
+void gemm_force_portable(bool on);
+}  // namespace detail
+
+}  // namespace fastbench

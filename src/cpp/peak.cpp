@@ -1,0 +1,300 @@
+// peak.cpp — see peak.hpp. The FMA kernels keep every chain in a ymm register: 12 chains for
+// FMA alone (latency 4 × 2 pipes needs at least 8 in flight on Zen 3 and Skylake), 8 FMA +
+// 6 add chains for the mix, plus two constants: 14–16 of the 16 ymm registers, so nothing
+// spills (checked with objdump -d on the Release object: the hot loops touch no memory).
+// The core clock comes from a chain of dependent integer adds, one per cycle on every x86
+// core since the P6 (Agner Fog, instruction tables).
+#include "peak.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <stdexcept>
+#include <vector>
+
+#include "cpu.hpp"
+#include "parallel.hpp"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+namespace fastbench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// Chains are a = a·m + c (FMA) and b = b + c (add) with m just below 1: the FMA chains
+// converge to c / (1 − m) and never overflow or go denormal however long they run.
+constexpr int kFmaChains = 12;
+constexpr int kMixFma = 8;
+constexpr int kMixAdd = 6;
+
+struct Kernel {
+  double flops_per_iter = 0.0;
+  double (*run)(std::uint64_t iters) = nullptr;  // returns a sink of the chains
+};
+
+#if defined(__x86_64__)
+template <class V>
+struct Avx;
+template <>
+struct Avx<float> {
+  using Reg = __m256;
+  static constexpr int kLanes = 8;
+  __attribute__((target("avx2,fma"))) static Reg set(float v) { return _mm256_set1_ps(v); }
+  __attribute__((target("avx2,fma"))) static Reg fma(Reg a, Reg m, Reg c) {
+    return _mm256_fmadd_ps(a, m, c);
+  }
+  __attribute__((target("avx2,fma"))) static Reg add(Reg a, Reg c) { return _mm256_add_ps(a, c); }
+  __attribute__((target("avx2,fma"))) static double sum(Reg a) {
+    alignas(32) float v[8];
+    _mm256_store_ps(v, a);
+    double s = 0.0;
+    for (float x : v) s += x;
+    return s;
+  }
+};
+template <>
+struct Avx<double> {
+  using Reg = __m256d;
+  static constexpr int kLanes = 4;
+  __attribute__((target("avx2,fma"))) static Reg set(double v) { return _mm256_set1_pd(v); }
+  __attribute__((target("avx2,fma"))) static Reg fma(Reg a, Reg m, Reg c) {
+    return _mm256_fmadd_pd(a, m, c);
+  }
+  __attribute__((target("avx2,fma"))) static Reg add(Reg a, Reg c) { return _mm256_add_pd(a, c); }
+  __attribute__((target("avx2,fma"))) static double sum(Reg a) {
+    alignas(32) double v[4];
+    _mm256_store_pd(v, a);
+    return v[0] + v[1] + v[2] + v[3];
+  }
+};
+
+template <class T>
+__attribute__((target("avx2,fma"))) double fma_avx2(std::uint64_t iters) {
+  using A = Avx<T>;
+  const typename A::Reg m = A::set(static_cast<T>(0.9999999));
+  const typename A::Reg c = A::set(static_cast<T>(1e-7));
+  // Distinct starting values: identical chains would be merged into one by the compiler.
+  typename A::Reg r0 = A::set(T(1.00)), r1 = A::set(T(1.01)), r2 = A::set(T(1.02));
+  typename A::Reg r3 = A::set(T(1.03)), r4 = A::set(T(1.04)), r5 = A::set(T(1.05));
+  typename A::Reg r6 = A::set(T(1.06)), r7 = A::set(T(1.07)), r8 = A::set(T(1.08));
+  typename A::Reg r9 = A::set(T(1.09)), r10 = A::set(T(1.10)), r11 = A::set(T(1.11));
+  for (std::uint64_t i = 0; i < iters; ++i) {
+    r0 = A::fma(r0, m, c), r1 = A::fma(r1, m, c), r2 = A::fma(r2, m, c), r3 = A::fma(r3, m, c);
+    r4 = A::fma(r4, m, c), r5 = A::fma(r5, m, c), r6 = A::fma(r6, m, c), r7 = A::fma(r7, m, c);
+    r8 = A::fma(r8, m, c), r9 = A::fma(r9, m, c), r10 = A::fma(r10, m, c);
+    r11 = A::fma(r11, m, c);
+  }
+  r0 = A::add(A::add(A::add(r0, r1), A::add(r2, r3)), A::add(A::add(r4, r5), A::add(r6, r7)));
+  r8 = A::add(A::add(r8, r9), A::add(r10, r11));
+  return A::sum(A::add(r0, r8));
+}
+
+template <class T>
+__attribute__((target("avx2,fma"))) double mix_avx2(std::uint64_t iters) {
+  using A = Avx<T>;
+  const typename A::Reg m = A::set(static_cast<T>(0.9999999));
+  const typename A::Reg c = A::set(static_cast<T>(1e-7));
+  typename A::Reg f0 = A::set(T(1.00)), f1 = A::set(T(1.01)), f2 = A::set(T(1.02));
+  typename A::Reg f3 = A::set(T(1.03)), f4 = A::set(T(1.04)), f5 = A::set(T(1.05));
+  typename A::Reg f6 = A::set(T(1.06)), f7 = A::set(T(1.07));
+  typename A::Reg a0 = A::set(T(0.0)), a1 = A::set(T(0.1)), a2 = A::set(T(0.2));
+  typename A::Reg a3 = A::set(T(0.3)), a4 = A::set(T(0.4)), a5 = A::set(T(0.5));
+  for (std::uint64_t i = 0; i < iters; ++i) {
+    f0 = A::fma(f0, m, c), a0 = A::add(a0, c), f1 = A::fma(f1, m, c), a1 = A::add(a1, c);
+    f2 = A::fma(f2, m, c), a2 = A::add(a2, c), f3 = A::fma(f3, m, c), a3 = A::add(a3, c);
+    f4 = A::fma(f4, m, c), a4 = A::add(a4, c), f5 = A::fma(f5, m, c), a5 = A::add(a5, c);
+    f6 = A::fma(f6, m, c), f7 = A::fma(f7, m, c);
+  }
+  f0 = A::add(A::add(A::add(f0, f1), A::add(f2, f3)), A::add(A::add(f4, f5), A::add(f6, f7)));
+  a0 = A::add(A::add(A::add(a0, a1), A::add(a2, a3)), A::add(a4, a5));
+  return A::sum(A::add(f0, a0));
+}
+#endif
+
+// Portable: the same chains on scalars; the compiler may or may not vectorise them, so no
+// FLOP-per-cycle expectation is attached.
+template <class T>
+double fma_portable(std::uint64_t iters) {
+  T r[kFmaChains];
+  for (int i = 0; i < kFmaChains; ++i) r[i] = static_cast<T>(1.0 + 0.01 * i);
+  const T m = static_cast<T>(0.9999999);
+  const T c = static_cast<T>(1e-7);
+  for (std::uint64_t i = 0; i < iters; ++i) {
+    for (T& x : r) x = x * m + c;
+  }
+  double s = 0.0;
+  for (T x : r) s += static_cast<double>(x);
+  return s;
+}
+
+template <class T>
+double mix_portable(std::uint64_t iters) {
+  T f[kMixFma];
+  T a[kMixAdd];
+  for (int i = 0; i < kMixFma; ++i) f[i] = static_cast<T>(1.0 + 0.01 * i);
+  for (int i = 0; i < kMixAdd; ++i) a[i] = static_cast<T>(0.1 * i);
+  const T m = static_cast<T>(0.9999999);
+  const T c = static_cast<T>(1e-7);
+  for (std::uint64_t i = 0; i < iters; ++i) {
+    for (T& x : f) x = x * m + c;
+    for (T& x : a) x = x + c;
+  }
+  double s = 0.0;
+  for (T x : f) s += static_cast<double>(x);
+  for (T x : a) s += static_cast<double>(x);
+  return s;
+}
+
+bool have_avx2_fma() {
+  const CpuFeatures& f = cpu_features();
+  return f.avx2 && f.fma;
+}
+
+template <class T>
+Kernel pick(bool mix, bool avx, double& expected) {
+  Kernel k;
+  const double fma_flops = 2.0;  // a multiply and an add
+#if defined(__x86_64__)
+  if (avx) {
+    const double lanes = Avx<T>::kLanes;
+    // Two FMA pipes on every AVX2+FMA core from Haswell and Zen on. AMD Zen adds two FADD
+    // pipes beside them (AMD, Software Optimization Guide for Zen 3, 2.11); Intel's adds
+    // share the FMA ports.
+    const bool separate_add_pipes = cpu_features().vendor == "AuthenticAMD";
+    if (!mix) {
+      k.flops_per_iter = kFmaChains * lanes * fma_flops;
+      k.run = &fma_avx2<T>;
+      expected = 2.0 * lanes * fma_flops;
+    } else {
+      k.flops_per_iter = (kMixFma * fma_flops + kMixAdd) * lanes;
+      k.run = &mix_avx2<T>;
+      const double cycles = separate_add_pipes ? std::max(kMixFma, kMixAdd) / 2.0
+                                               : (kMixFma + kMixAdd) / 2.0;
+      expected = k.flops_per_iter / cycles;
+    }
+    return k;
+  }
+#else
+  (void)avx;
+#endif
+  k.flops_per_iter = mix ? kMixFma * fma_flops + kMixAdd : kFmaChains * fma_flops;
+  k.run = mix ? &mix_portable<T> : &fma_portable<T>;
+  expected = 0.0;
+  return k;
+}
+
+void check_time(double min_time_s, const char* who) {
+  if (!std::isfinite(min_time_s) || min_time_s <= 0.0 || min_time_s > 3600.0) {
+    throw std::invalid_argument(std::string("[") + who + "] min_time_s is " +
+                                std::to_string(min_time_s) + ", expected a time in (0, 3600] s");
+  }
+}
+
+#if defined(__x86_64__)
+// 100 dependent adds per loop trip; the loop counter's own dec/jnz run beside the chain.
+std::uint64_t add_chain(std::uint64_t trips) {
+  std::uint64_t acc = 0;
+  std::uint64_t n = trips;
+  __asm__ volatile(
+      "1:\n\t"
+      ".rept 100\n\t"
+      "add $1, %0\n\t"
+      ".endr\n\t"
+      "dec %1\n\t"
+      "jnz 1b\n\t"
+      : "+r"(acc), "+r"(n)
+      :
+      : "cc");
+  return acc;
+}
+#endif
+
+}  // namespace
+
+double core_hz(double min_time_s) {
+  check_time(min_time_s, "core_hz");
+#if defined(__x86_64__)
+  // Windows of ~min_time_s / 5 each; the median resists one preempted window, the highest
+  // windows being where the clock ran undisturbed.
+  std::uint64_t trips = 1000;
+  for (;;) {
+    const Clock::time_point t0 = Clock::now();
+    add_chain(trips);
+    if (seconds_since(t0) >= min_time_s / 5 || trips > (1ULL << 40)) break;
+    trips *= 4;
+  }
+  std::vector<double> hz;
+  for (int w = 0; w < 5; ++w) {
+    const Clock::time_point t0 = Clock::now();
+    const std::uint64_t adds = add_chain(trips);
+    hz.push_back(static_cast<double>(adds) / seconds_since(t0));
+  }
+  std::sort(hz.begin(), hz.end());
+  return hz[hz.size() / 2];
+#else
+  return 0.0;  // no portable one-cycle dependent chain: unknown
+#endif
+}
+
+PeakResult peak_flops(const std::string& dtype, int threads, bool add_mix, double min_time_s) {
+  if (dtype != "float32" && dtype != "float64") {
+    throw std::invalid_argument("[peak_flops] dtype is '" + dtype +
+                                "', expected 'float32' or 'float64'");
+  }
+  const int nt = resolve_threads(threads, "peak_flops");
+  check_time(min_time_s, "peak_flops");
+  const bool avx = have_avx2_fma();
+  PeakResult r;
+  r.dtype = dtype;
+  r.isa = avx ? "avx2+fma" : "portable";
+  r.add_mix = add_mix;
+  r.threads = nt;
+  const Kernel k = dtype == "float32" ? pick<float>(add_mix, avx, r.expected_flops_per_cycle)
+                                      : pick<double>(add_mix, avx, r.expected_flops_per_cycle);
+  // Iterations for min_time_s, from a short trial on the calling thread.
+  std::uint64_t iters = 1 << 14;
+  double sink = 0.0;
+  for (;;) {
+    const Clock::time_point t0 = Clock::now();
+    sink += k.run(iters);
+    const double s = seconds_since(t0);
+    if (s >= min_time_s / 20 || iters > (1ULL << 40)) {
+      iters = static_cast<std::uint64_t>(static_cast<double>(iters) * min_time_s / std::max(s, 1e-9)) + 1;
+      break;
+    }
+    iters *= 4;
+  }
+  // All threads start together (a spin barrier) so they overlap; each times its own run.
+  std::atomic<int> ready{0};
+  std::vector<double> rate(static_cast<std::size_t>(nt), 0.0);
+  std::vector<double> secs(static_cast<std::size_t>(nt), 0.0);
+  std::vector<double> sinks(static_cast<std::size_t>(nt), 0.0);
+  run_parallel(nt, [&](int tid, int n) {
+    ready.fetch_add(1);
+    while (ready.load() < n) {
+    }
+    const Clock::time_point t0 = Clock::now();
+    sinks[static_cast<std::size_t>(tid)] = k.run(iters);
+    const double s = seconds_since(t0);
+    secs[static_cast<std::size_t>(tid)] = s;
+    rate[static_cast<std::size_t>(tid)] = k.flops_per_iter * static_cast<double>(iters) / s;
+  });
+  for (double s : sinks) sink += s;
+  r.seconds = *std::max_element(secs.begin(), secs.end());
+  for (double x : rate) r.flops_per_s += x;
+  r.core_hz = core_hz(0.01);
+  if (r.core_hz > 0.0) r.flops_per_cycle = r.flops_per_s / nt / r.core_hz;
+  if (!std::isfinite(sink)) r.flops_per_s = 0.0;  // never true: keeps the chains' results alive
+  return r;
+}
+
+}  // namespace fastbench

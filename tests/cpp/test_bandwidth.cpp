@@ -1,0 +1,116 @@
+// test_bandwidth.cpp — native tests of the memory-bandwidth and FMA-peak kernels: STREAM
+// byte counting, ordering of cache levels, thread scaling kept generous (the machine is
+// shared), FLOP per cycle against the ISA's promise, and every error path.
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include "bandwidth.hpp"
+#include "harness.hpp"
+#include "peak.hpp"
+
+namespace fb = fastbench;
+
+namespace {
+
+void test_bytes_are_counted_as_stream() {
+  struct Case {
+    const char* kind;
+    std::size_t arrays;
+    double bytes_per_element;
+  };
+  const Case cases[] = {{"read", 1, 8},  {"write", 1, 8}, {"copy", 2, 16},
+                        {"scale", 2, 16}, {"add", 3, 24},  {"triad", 3, 24}};
+  for (const Case& c : cases) {
+    const std::size_t ws = 3 * 32 * 1024;
+    const fb::BandwidthResult r = fb::bandwidth(c.kind, ws, 1, 0.002);
+    const double elements = static_cast<double>(ws / 8 / c.arrays);
+    CHECK(r.kind == c.kind && r.arrays == c.arrays, c.kind, " arrays ", r.arrays);
+    CHECK(r.bytes_per_pass == elements * c.bytes_per_element, c.kind, " ", r.bytes_per_pass);
+    const double stored = std::string(c.kind) == "read" ? 0.0 : elements * 8;
+    CHECK(r.write_allocate_bytes_per_pass == stored, c.kind, " ", r.write_allocate_bytes_per_pass);
+    CHECK(r.gb_per_s > 0 && std::isfinite(r.gb_per_s), c.kind, " ", r.gb_per_s);
+    CHECK(r.best_s > 0 && r.best_s <= r.median_s, c.kind, " ", r.best_s, " ", r.median_s);
+    CHECK(std::fabs(r.gb_per_s - r.bytes_per_pass / r.best_s / 1e9) <= 1e-9 * r.gb_per_s, c.kind);
+    CHECK(r.passes >= 3 && r.threads == 1, c.kind, " passes ", r.passes);
+  }
+}
+
+void test_l1_outruns_dram() {
+  const fb::BandwidthResult l1 = fb::bandwidth("read", 16 * 1024, 1, 0.01);
+#if defined(NDEBUG)
+  const std::size_t big = 128u << 20;
+#else
+  const std::size_t big = 64u << 20;  // sanitizers slow the first touch
+#endif
+  const fb::BandwidthResult dram = fb::bandwidth("read", big, 1, 0.02);
+  CHECK(l1.gb_per_s > dram.gb_per_s, "L1 ", l1.gb_per_s, " vs DRAM ", dram.gb_per_s);
+  std::printf("note: read L1 %.1f GB/s, %zu MiB %.1f GB/s (%s)\n", l1.gb_per_s, big >> 20,
+              dram.gb_per_s, l1.isa.c_str());
+}
+
+void test_two_threads_are_not_slower_than_half_of_one() {
+  const fb::BandwidthResult one = fb::bandwidth("triad", 3u << 20, 1, 0.01);
+  const fb::BandwidthResult two = fb::bandwidth("triad", 3u << 20, 2, 0.01);
+  CHECK(two.threads == 2, two.threads);
+  CHECK(two.gb_per_s > 0.5 * one.gb_per_s, "2 threads ", two.gb_per_s, " vs 1 ", one.gb_per_s);
+}
+
+void test_bandwidth_rejects_bad_input() {
+  CHECK_THROWS(std::invalid_argument, fb::bandwidth("stream", 1 << 20, 1, 0.01), "[bandwidth]");
+  CHECK_THROWS(std::invalid_argument, fb::bandwidth("copy", 100, 1, 0.01), "[bandwidth]");
+  CHECK_THROWS(std::invalid_argument, fb::bandwidth("copy", 8192, 4, 0.01), "[bandwidth]");
+  CHECK_THROWS(std::invalid_argument, fb::bandwidth("copy", std::size_t{1} << 62, 1, 0.01),
+               "[bandwidth]");
+  CHECK_THROWS(std::invalid_argument, fb::bandwidth("copy", 1 << 20, -1, 0.01), "[bandwidth]");
+  CHECK_THROWS(std::invalid_argument, fb::bandwidth("copy", 1 << 20, 1, 0.0), "[bandwidth]");
+  CHECK_THROWS(std::invalid_argument, fb::bandwidth("copy", 1 << 20, 1, NAN), "[bandwidth]");
+}
+
+void test_peak_is_within_what_the_isa_promises() {
+  for (const char* dtype : {"float32", "float64"}) {
+    for (const bool mix : {false, true}) {
+      const fb::PeakResult r = fb::peak_flops(dtype, 1, mix, 0.02);
+      CHECK(r.flops_per_s > 0 && std::isfinite(r.flops_per_s), dtype, " ", r.flops_per_s);
+      CHECK(r.dtype == dtype && r.add_mix == mix && r.threads == 1, dtype);
+      if (r.expected_flops_per_cycle > 0) {
+        // A busy machine only lowers the rate; above the promise means a broken count.
+        CHECK(r.flops_per_cycle > 0 && r.flops_per_cycle <= 1.5 * r.expected_flops_per_cycle,
+              dtype, " mix ", mix, ": ", r.flops_per_cycle, " of ", r.expected_flops_per_cycle);
+      }
+      std::printf("note: %s%s %.1f GFLOP/s, %.1f FLOP/cycle of %.0f expected (%s)\n", dtype,
+                  mix ? "+add" : "", r.flops_per_s / 1e9, r.flops_per_cycle,
+                  r.expected_flops_per_cycle, r.isa.c_str());
+    }
+  }
+}
+
+void test_core_clock_is_plausible() {
+  const double hz = fb::core_hz(0.01);
+#if defined(__x86_64__)
+  CHECK(hz > 0.3e9 && hz < 8e9, hz);
+#else
+  CHECK(hz == 0.0, hz);
+#endif
+}
+
+void test_peak_rejects_bad_input() {
+  CHECK_THROWS(std::invalid_argument, fb::peak_flops("float16", 1, false, 0.01), "[peak_flops]");
+  CHECK_THROWS(std::invalid_argument, fb::peak_flops("float32", -2, false, 0.01), "[peak_flops]");
+  CHECK_THROWS(std::invalid_argument, fb::peak_flops("float32", 1, false, -1.0), "[peak_flops]");
+  CHECK_THROWS(std::invalid_argument, fb::core_hz(INFINITY), "[core_hz]");
+}
+
+const Test kTests[] = {
+    {"bytes_are_counted_as_stream", test_bytes_are_counted_as_stream},
+    {"l1_outruns_dram", test_l1_outruns_dram},
+    {"two_threads_are_not_slower_than_half_of_one", test_two_threads_are_not_slower_than_half_of_one},
+    {"bandwidth_rejects_bad_input", test_bandwidth_rejects_bad_input},
+    {"peak_is_within_what_the_isa_promises", test_peak_is_within_what_the_isa_promises},
+    {"core_clock_is_plausible", test_core_clock_is_plausible},
+    {"peak_rejects_bad_input", test_peak_rejects_bad_input},
+};
+
+}  // namespace
+
+int main() { return run_all(kTests); }

@@ -1,0 +1,308 @@
+// test_gemm.cpp — native tests of gemm() against a naive double-accumulated reference: many
+// shapes (1×1×1, primes, tall/skinny, sizes straddling mr/nr/kc/mc), padded leading
+// dimensions, alpha/beta cases (beta 0 over NaN), k == 0, both dtypes, 1 and 2 threads, on
+// the AVX2 path where the CPU has it and on the forced portable path; then the error paths.
+// Sizes stay small enough for ASan Debug; Release adds a large check and a GFLOP/s note.
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <limits>
+#include <new>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "cpu.hpp"
+#include "gemm.hpp"
+
+#include "harness.hpp"
+
+namespace fb = fastbench;
+
+namespace {
+
+// Restores the default path even when a test body throws.
+struct ForcePortable {
+  explicit ForcePortable(bool on) { fb::detail::gemm_force_portable(on); }
+  ~ForcePortable() { fb::detail::gemm_force_portable(false); }
+  ForcePortable(const ForcePortable&) = delete;
+  ForcePortable& operator=(const ForcePortable&) = delete;
+};
+
+bool have_avx2() { return fb::cpu_features().avx2 && fb::cpu_features().fma; }
+
+// Deterministic values in [-1, 1) (xorshift), so failures reproduce.
+template <class T>
+std::vector<T> random_matrix(std::size_t count, std::uint64_t seed) {
+  std::vector<T> v(count);
+  std::uint64_t s = seed * 0x9E3779B97F4A7C15ULL + 1;
+  for (T& x : v) {
+    s ^= s << 13;
+    s ^= s >> 7;
+    s ^= s << 17;
+    x = static_cast<T>(static_cast<double>(s >> 11) / 9007199254740992.0 * 2.0 - 1.0);
+  }
+  return v;
+}
+
+struct Shape {
+  std::size_t m, n, k;
+};
+
+struct Case {
+  Shape s;
+  std::size_t pad = 0;  // extra elements per row in A, B and C
+  double alpha = 1.0;
+  double beta = 0.0;
+  int threads = 1;
+};
+
+// Runs one case against the reference; returns false (after recording) on a mismatch.
+template <class T>
+bool check_case(const Case& cs, std::uint64_t seed) {
+  const std::size_t m = cs.s.m, n = cs.s.n, k = cs.s.k;
+  const std::size_t lda = k + cs.pad, ldb = n + cs.pad, ldc = n + cs.pad;
+  const std::vector<T> a = random_matrix<T>(m * lda + 1, seed);
+  const std::vector<T> b = random_matrix<T>(k * ldb + 1, seed + 1);
+  std::vector<T> c = random_matrix<T>(m * ldc + 1, seed + 2);
+  if (cs.beta == 0.0) {
+    // beta == 0 must ignore C entirely, NaN included.
+    for (T& x : c) x = std::numeric_limits<T>::quiet_NaN();
+  }
+  const std::vector<T> c0 = c;
+  fb::gemm(m, n, k, static_cast<T>(cs.alpha), a.data(), lda, b.data(), ldb,
+           static_cast<T>(cs.beta), c.data(), ldc, cs.threads);
+  const double eps = static_cast<double>(std::numeric_limits<T>::epsilon());
+  const double tol = 4.0 * static_cast<double>(k + 2) * eps;
+  for (std::size_t i = 0; i < m; ++i) {
+    for (std::size_t j = 0; j < ldc; ++j) {
+      const T got = c[i * ldc + j];
+      if (j >= n) {  // padding past the row must be untouched
+        const T want = c0[i * ldc + j];
+        if (!(got == want || (std::isnan(got) && std::isnan(want)))) {
+          CHECK(false, "padding changed at ", i, ",", j, " m=", m, " n=", n, " k=", k);
+          return false;
+        }
+        continue;
+      }
+      double dot = 0.0, mag = 0.0;
+      for (std::size_t p = 0; p < k; ++p) {
+        const double t = static_cast<double>(a[i * lda + p]) * static_cast<double>(b[p * ldb + j]);
+        dot += t;
+        mag += std::fabs(t);
+      }
+      double want = cs.alpha * dot;
+      double scale = std::fabs(cs.alpha) * mag;
+      if (cs.beta != 0.0) {
+        want += cs.beta * static_cast<double>(c0[i * ldc + j]);
+        scale += std::fabs(cs.beta * static_cast<double>(c0[i * ldc + j]));
+      }
+      const double err = std::fabs(static_cast<double>(got) - want);
+      if (!(err <= tol * (scale + 1e-30) + 1e-300)) {
+        CHECK(false, "C[", i, ",", j, "] = ", static_cast<double>(got), ", expected ", want,
+              " (m=", m, " n=", n, " k=", k, " pad=", cs.pad, " alpha=", cs.alpha,
+              " beta=", cs.beta, " threads=", cs.threads, " isa=", fb::gemm_isa(), ")");
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+const Shape kShapes[] = {
+    {1, 1, 1},     {2, 3, 4},     {7, 13, 29},  {31, 17, 3},   {6, 16, 8},   {6, 8, 8},
+    {5, 15, 7},    {7, 17, 9},    {12, 32, 64}, {13, 33, 65},  {257, 1, 64}, {1, 300, 5},
+    {64, 1, 300},  {1, 1, 600},   {3, 200, 1},  {97, 101, 103}, {130, 70, 257},
+    {200, 48, 520}, {61, 199, 13}, {180, 190, 200}};
+
+// Shapes × a rotation of alpha/beta/padding/threads, for one dtype on the current path.
+template <class T>
+void run_shapes() {
+  const double alphas[] = {1.0, -0.5, 2.0};
+  const double betas[] = {0.0, 1.0, 0.75};
+  std::uint64_t seed = 1;
+  for (const Shape& s : kShapes) {
+    for (int threads : {1, 2}) {
+      for (int variant = 0; variant < 3; ++variant) {
+        Case cs;
+        cs.s = s;
+        cs.alpha = alphas[variant];
+        cs.beta = betas[(variant + threads) % 3];
+        cs.pad = variant == 1 ? 3 : (variant == 2 ? 17 : 0);
+        cs.threads = threads;
+        if (!check_case<T>(cs, seed++)) return;
+      }
+    }
+  }
+}
+
+template <class T>
+void test_avx2_dtype() {
+  SKIP_UNLESS(have_avx2(), "no AVX2+FMA on this CPU");
+  CHECK(std::string(fb::gemm_isa()) == "avx2+fma", fb::gemm_isa());
+  run_shapes<T>();
+}
+
+template <class T>
+void test_portable_dtype() {
+  const ForcePortable force(true);
+  CHECK(std::string(fb::gemm_isa()) == "portable", fb::gemm_isa());
+  run_shapes<T>();
+}
+
+void test_avx2_f32() { test_avx2_dtype<float>(); }
+void test_avx2_f64() { test_avx2_dtype<double>(); }
+void test_portable_f32() { test_portable_dtype<float>(); }
+void test_portable_f64() { test_portable_dtype<double>(); }
+
+// Larger than one mc/kc block in every dimension, multi-threaded, both paths; gated on
+// NDEBUG because the reference alone takes seconds under ASan Debug.
+void test_large() {
+#if defined(NDEBUG)
+  for (bool portable : {false, true}) {
+    const ForcePortable force(portable);
+    Case cs;
+    cs.s = {611, 587, 701};
+    cs.alpha = 1.5;
+    cs.beta = -1.0;
+    cs.threads = 2;
+    check_case<float>(cs, 101);
+    cs.pad = 5;
+    cs.beta = 0.0;
+    check_case<double>(cs, 102);
+  }
+#else
+  skip("Debug build: large shapes run in Release only");
+#endif
+}
+
+void test_k_zero_scales_c() {
+  std::vector<double> c = {1.0, 2.0, 3.0, 4.0};
+  fb::gemm(2, 2, 0, 1.0, static_cast<const double*>(nullptr), 0,
+           static_cast<const double*>(nullptr), 2, 0.5, c.data(), 2);
+  CHECK(c[0] == 0.5 && c[3] == 2.0, c[0], " ", c[3]);
+  std::vector<float> cf(4, std::numeric_limits<float>::quiet_NaN());
+  fb::gemm(2, 2, 0, 1.0f, static_cast<const float*>(nullptr), 0,
+           static_cast<const float*>(nullptr), 2, 0.0f, cf.data(), 2);
+  CHECK(cf[0] == 0.0f && cf[3] == 0.0f, cf[0], " ", cf[3]);
+}
+
+void test_alpha_zero_ignores_ab() {
+  // As in BLAS, alpha == 0 does not read A and B: NaN there must not reach C.
+  const std::vector<double> a(6, std::numeric_limits<double>::quiet_NaN());
+  const std::vector<double> b(6, std::numeric_limits<double>::quiet_NaN());
+  std::vector<double> c = {1.0, 2.0, 3.0, 4.0};
+  fb::gemm(2, 2, 3, 0.0, a.data(), 3, b.data(), 2, 2.0, c.data(), 2);
+  CHECK(c[0] == 2.0 && c[3] == 8.0, c[0], " ", c[3]);
+}
+
+void test_empty_is_noop() {
+  // m == 0: A and C are empty (null is fine), B is not and must be valid.
+  std::vector<float> c = {7.0f};
+  const std::vector<float> b(3, 1.0f);
+  fb::gemm(0, 1, 3, 1.0f, static_cast<const float*>(nullptr), 3, b.data(), 1, 0.0f,
+           static_cast<float*>(nullptr), 1);
+  fb::gemm(1, 0, 3, 1.0f, static_cast<const float*>(nullptr), 3,
+           static_cast<const float*>(nullptr), 0, 0.0f, static_cast<float*>(nullptr), 0);
+  CHECK(c[0] == 7.0f, c[0]);
+}
+
+void test_errors() {
+  std::vector<double> a(100, 1.0), b(100, 1.0), c(100, 0.0);
+  CHECK_THROWS(std::invalid_argument,
+               fb::gemm(4, 4, 4, 1.0, a.data(), 3, b.data(), 4, 0.0, c.data(), 4), "[gemm] ");
+  CHECK_THROWS(std::invalid_argument,
+               fb::gemm(4, 4, 4, 1.0, a.data(), 4, b.data(), 3, 0.0, c.data(), 4), "[gemm] ");
+  CHECK_THROWS(std::invalid_argument,
+               fb::gemm(4, 4, 4, 1.0, a.data(), 4, b.data(), 4, 0.0, c.data(), 3), "[gemm] ");
+  CHECK_THROWS(std::invalid_argument,
+               fb::gemm(4, 4, 4, 1.0, static_cast<const double*>(nullptr), 4, b.data(), 4, 0.0,
+                        c.data(), 4),
+               "[gemm] a is null");
+  CHECK_THROWS(std::invalid_argument,
+               fb::gemm(4, 4, 4, 1.0, a.data(), 4, static_cast<const double*>(nullptr), 4, 0.0,
+                        c.data(), 4),
+               "[gemm] b is null");
+  CHECK_THROWS(std::invalid_argument,
+               fb::gemm(4, 4, 4, 1.0, a.data(), 4, b.data(), 4, 0.0,
+                        static_cast<double*>(nullptr), 4),
+               "[gemm] c is null");
+  std::vector<float> af(100, 1.0f), bf(100, 1.0f), cf(100, 0.0f);
+  CHECK_THROWS(std::invalid_argument,
+               fb::gemm(4, 4, 4, 1.0f, af.data(), 4, bf.data(), 4, 0.0f, cf.data(), 4, -1),
+               "[gemm] threads");
+  CHECK_THROWS(std::invalid_argument,
+               fb::gemm(4, 5, 4, 1.0f, af.data(), 4, bf.data(), 4, 0.0f, cf.data(), 5), "[gemm] ");
+  try {
+    fb::gemm(4, 5, 4, 1.0f, af.data(), 4, bf.data(), 4, 0.0f, cf.data(), 5);
+  } catch (const std::invalid_argument& e) {
+    const std::string what = e.what();
+    CHECK(what.find("ldb=4") != std::string::npos && what.find("n=5") != std::string::npos,
+          what);
+  }
+}
+
+void test_blocking() {
+  for (bool portable : {false, true}) {
+    const ForcePortable force(portable);
+    for (bool f64 : {false, true}) {
+      const fb::GemmBlocking b = fb::gemm_blocking(f64);
+      const std::size_t elem = f64 ? 8 : 4;
+      CHECK(b.mr > 0 && b.nr > 0 && b.kc > 0 && b.mc > 0 && b.nc > 0, b.mr, " ", b.nr);
+      CHECK(b.mc % b.mr == 0 && b.nc % b.nr == 0, b.mc, " ", b.nc);
+      // The B micro-panel fits L1 comfortably (every supported x86 L1d is >= 32 KiB).
+      CHECK(b.kc * b.nr * elem <= 32 * 1024, b.kc, " ", b.nr);
+    }
+  }
+  if (have_avx2()) {
+    const fb::GemmBlocking b = fb::gemm_blocking(false);
+    CHECK(b.mr == 6 && b.nr == 16, b.mr, " ", b.nr);
+  }
+}
+
+// Prints GFLOP/s at n = 1024 (Release only; never a pass/fail criterion on shared machines).
+template <class T>
+void report_speed(const char* name, int threads) {
+  const std::size_t n = 1024;
+  const std::vector<T> a = random_matrix<T>(n * n, 7), b = random_matrix<T>(n * n, 8);
+  std::vector<T> c(n * n);
+  double best_s = 1e30;
+  for (int rep = 0; rep < 3; ++rep) {
+    const auto t0 = std::chrono::steady_clock::now();
+    fb::gemm(n, n, n, T(1), a.data(), n, b.data(), n, T(0), c.data(), n, threads);
+    const std::chrono::duration<double> dt = std::chrono::steady_clock::now() - t0;
+    best_s = std::min(best_s, dt.count());
+  }
+  std::printf("note: gemm %s n=%zu threads=%d %s: %.1f GFLOP/s\n", name, n, threads,
+              fb::gemm_isa(), 2.0 * static_cast<double>(n * n * n) / best_s * 1e-9);
+}
+
+void test_speed_note() {
+#if defined(NDEBUG)
+  for (int threads : {1, 2}) {
+    report_speed<float>("f32", threads);
+    report_speed<double>("f64", threads);
+  }
+#else
+  skip("Debug build: speed is reported in Release only");
+#endif
+}
+
+const Test kTests[] = {
+    {"avx2_f32", test_avx2_f32},
+    {"avx2_f64", test_avx2_f64},
+    {"portable_f32", test_portable_f32},
+    {"portable_f64", test_portable_f64},
+    {"large", test_large},
+    {"k_zero_scales_c", test_k_zero_scales_c},
+    {"alpha_zero_ignores_ab", test_alpha_zero_ignores_ab},
+    {"empty_is_noop", test_empty_is_noop},
+    {"errors", test_errors},
+    {"blocking", test_blocking},
+    {"speed_note", test_speed_note},
+};
+
+}  // namespace
+
+int main() { return run_all(kTests); }
