@@ -1,17 +1,24 @@
 // bindings.cpp — the one pybind11 translation unit: fastbench._core.
 // Converts arguments and results, maps errors, releases the GIL around native-only work.
 // No measuring logic here; the order of definitions matches _core.pyi.
+#include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "bandwidth.hpp"
 #include "clock.hpp"
+#include "conv.hpp"
 #include "cpu.hpp"
+#include "gemm.hpp"
+#include "parallel.hpp"
+#include "peak.hpp"
 #include "perf_counters.hpp"
 #include "perf_math.hpp"
 #include "timing.hpp"
@@ -167,6 +174,97 @@ py::object make_noop() {
   PyObject* fn = PyCFunction_New(&noop_def, cap.ptr());
   if (fn == nullptr) throw py::error_already_set();
   return py::reinterpret_steal<py::object>(fn);
+}
+
+// A C-contiguous array of exactly T (no conversion, no copy): the kernels read and write
+// the caller's memory, which the caller's references keep alive during the call.
+template <class T>
+using Dense = py::array_t<T, py::array::c_style>;
+
+std::vector<std::size_t> dims(const py::array& a, py::ssize_t ndim, const char* who,
+                              const char* name) {
+  if (a.ndim() != ndim) {
+    throw std::invalid_argument(std::string("[") + who + "] " + name + " has " +
+                                std::to_string(a.ndim()) + " dimensions, expected " +
+                                std::to_string(ndim));
+  }
+  std::vector<std::size_t> d;
+  for (py::ssize_t i = 0; i < ndim; ++i) d.push_back(static_cast<std::size_t>(a.shape(i)));
+  return d;
+}
+
+// out = alpha·a·b + beta·out on 2-D arrays of one dtype; shapes checked, GIL released.
+template <class T>
+void gemm_arrays(const Dense<T>& a, const Dense<T>& b, Dense<T>& out, T alpha, T beta,
+                 int threads) {
+  const std::vector<std::size_t> da = dims(a, 2, "gemm", "a");
+  const std::vector<std::size_t> db = dims(b, 2, "gemm", "b");
+  const std::vector<std::size_t> dc = dims(out, 2, "gemm", "out");
+  if (da[1] != db[0] || dc[0] != da[0] || dc[1] != db[1]) {
+    throw std::invalid_argument("[gemm] shapes do not agree: a " + std::to_string(da[0]) + "x" +
+                                std::to_string(da[1]) + ", b " + std::to_string(db[0]) + "x" +
+                                std::to_string(db[1]) + ", out " + std::to_string(dc[0]) +
+                                "x" + std::to_string(dc[1]));
+  }
+  T* c = out.mutable_data();  // throws if out is read-only
+  const T* pa = a.data();
+  const T* pb = b.data();
+  // Safe without the GIL: only the arrays' buffers are touched, and the caller holds them.
+  py::gil_scoped_release nogil;
+  fb::gemm(da[0], db[1], da[1], alpha, pa, da[1], pb, db[1], beta, c, db[1], threads);
+}
+
+py::array_t<float> conv2d_arrays(const Dense<float>& x, const Dense<float>& w,
+                                 const std::optional<Dense<float>>& bias,
+                                 std::pair<std::size_t, std::size_t> stride,
+                                 std::pair<std::size_t, std::size_t> padding,
+                                 std::pair<std::size_t, std::size_t> dilation, std::size_t groups,
+                                 const std::string& algo, int threads) {
+  const std::vector<std::size_t> dx = dims(x, 4, "conv2d", "x");
+  const std::vector<std::size_t> dw = dims(w, 4, "conv2d", "weight");
+  fb::Conv2dShape s;
+  s.n = dx[0];
+  s.c_in = dx[1];
+  s.h = dx[2];
+  s.w = dx[3];
+  s.c_out = dw[0];
+  s.kh = dw[2];
+  s.kw = dw[3];
+  s.stride_h = stride.first;
+  s.stride_w = stride.second;
+  s.pad_h = padding.first;
+  s.pad_w = padding.second;
+  s.dil_h = dilation.first;
+  s.dil_w = dilation.second;
+  s.groups = groups;
+  fb::conv2d_check(s);
+  if (groups == 0 || dw[1] * groups != s.c_in) {
+    throw std::invalid_argument("[conv2d] weight has " + std::to_string(dw[1]) +
+                                " input channels per group, expected c_in/groups = " +
+                                std::to_string(s.c_in) + "/" + std::to_string(groups));
+  }
+  const float* pb = nullptr;
+  if (bias) {
+    const std::vector<std::size_t> dbias = dims(*bias, 1, "conv2d", "bias");
+    if (dbias[0] != s.c_out) {
+      throw std::invalid_argument("[conv2d] bias has " + std::to_string(dbias[0]) +
+                                  " elements, expected c_out = " + std::to_string(s.c_out));
+    }
+    pb = bias->data();
+  }
+  const std::vector<py::ssize_t> shape = {
+      static_cast<py::ssize_t>(s.n), static_cast<py::ssize_t>(s.c_out),
+      static_cast<py::ssize_t>(fb::conv2d_out_h(s)), static_cast<py::ssize_t>(fb::conv2d_out_w(s))};
+  py::array_t<float> y(shape);
+  float* py_out = y.mutable_data();
+  const float* px = x.data();
+  const float* pw = w.data();
+  {
+    // Safe without the GIL: only the arrays' buffers are touched, all held by this frame.
+    py::gil_scoped_release nogil;
+    fb::conv2d(s, px, pw, pb, py_out, algo, threads);
+  }
+  return y;
 }
 
 }  // namespace
@@ -340,7 +438,7 @@ PYBIND11_MODULE(_core, m) {
       .def("prefer_read", &fb::CounterGroup::prefer_read, py::arg("on") = true,
            "Force read(2) even where rdpmc works; False allows rdpmc again.")
       .def_property_readonly("prefers_read", &fb::CounterGroup::prefers_read)
-      .def("start", &fb::CounterGroup::start, "Reset and enable every group.")
+      .def("start", &fb::CounterGroup::start, "Take a baseline reading and enable every group.")
       .def("stop", &fb::CounterGroup::stop, "Disable every group.")
       .def("read", &fb::CounterGroup::read, "Counts since start(), per event asked.");
   py::class_<fb::CounterOverhead>(m, "CounterOverhead", "Median count of an empty region.")
@@ -359,4 +457,59 @@ PYBIND11_MODULE(_core, m) {
   m.def("time_counter_ops", &fb::time_counter_ops, py::arg("group"), py::arg("reps") = 51,
         py::arg("batch") = 200,
         "Median ns of one read() of a running group and of one start/stop/read region.");
+
+  m.def("hardware_threads", &fb::hardware_threads, "Logical CPUs this process may run on.");
+  m.def("gemm_f32", &gemm_arrays<float>, py::arg("a").noconvert(), py::arg("b").noconvert(),
+        py::arg("out").noconvert(), py::arg("alpha") = 1.0f, py::arg("beta") = 0.0f,
+        py::arg("threads") = 0, "out = alpha*a@b + beta*out for C-contiguous float32 arrays.");
+  m.def("gemm_f64", &gemm_arrays<double>, py::arg("a").noconvert(), py::arg("b").noconvert(),
+        py::arg("out").noconvert(), py::arg("alpha") = 1.0, py::arg("beta") = 0.0,
+        py::arg("threads") = 0, "out = alpha*a@b + beta*out for C-contiguous float64 arrays.");
+  m.def("gemm_isa", &fb::gemm_isa, "The gemm path on this machine: 'avx2+fma' or 'portable'.");
+  py::class_<fb::GemmBlocking>(m, "GemmBlocking", "Cache and register blocking of gemm.")
+      .def_readonly("mc", &fb::GemmBlocking::mc)
+      .def_readonly("kc", &fb::GemmBlocking::kc)
+      .def_readonly("nc", &fb::GemmBlocking::nc)
+      .def_readonly("mr", &fb::GemmBlocking::mr)
+      .def_readonly("nr", &fb::GemmBlocking::nr);
+  m.def("gemm_blocking", &fb::gemm_blocking, py::arg("f64"), "Blocking sizes in elements.");
+  m.def("_gemm_force_portable", &fb::detail::gemm_force_portable, py::arg("on"),
+        "Test hook: force gemm's portable path.");
+  m.def("conv2d", &conv2d_arrays, py::arg("x").noconvert(), py::arg("weight").noconvert(),
+        py::arg("bias").noconvert(), py::arg("stride"), py::arg("padding"), py::arg("dilation"),
+        py::arg("groups"), py::arg("algo"), py::arg("threads"),
+        "NCHW float32 convolution into a new array (GIL released).");
+  m.def("_conv2d_force_portable", &fb::detail::conv2d_force_portable, py::arg("on"),
+        "Test hook: force conv2d's portable direct loops.");
+  py::class_<fb::BandwidthResult>(m, "BandwidthResult", "One bandwidth kernel's passes.")
+      .def_readonly("kind", &fb::BandwidthResult::kind)
+      .def_readonly("working_set_bytes", &fb::BandwidthResult::working_set_bytes)
+      .def_readonly("arrays", &fb::BandwidthResult::arrays)
+      .def_readonly("bytes_per_pass", &fb::BandwidthResult::bytes_per_pass)
+      .def_readonly("write_allocate_bytes_per_pass",
+                    &fb::BandwidthResult::write_allocate_bytes_per_pass)
+      .def_readonly("best_s", &fb::BandwidthResult::best_s)
+      .def_readonly("median_s", &fb::BandwidthResult::median_s)
+      .def_readonly("gb_per_s", &fb::BandwidthResult::gb_per_s)
+      .def_readonly("threads", &fb::BandwidthResult::threads)
+      .def_readonly("passes", &fb::BandwidthResult::passes)
+      .def_readonly("isa", &fb::BandwidthResult::isa);
+  m.def("bandwidth", &fb::bandwidth, py::arg("kind"), py::arg("working_set_bytes"),
+        py::arg("threads") = 1, py::arg("min_time_s") = 0.05,
+        py::call_guard<py::gil_scoped_release>(), "A STREAM-style kernel's GB/s (GIL released).");
+  py::class_<fb::PeakResult>(m, "PeakResult", "Peak floating-point rate of FMA chains.")
+      .def_readonly("dtype", &fb::PeakResult::dtype)
+      .def_readonly("isa", &fb::PeakResult::isa)
+      .def_readonly("add_mix", &fb::PeakResult::add_mix)
+      .def_readonly("threads", &fb::PeakResult::threads)
+      .def_readonly("flops_per_s", &fb::PeakResult::flops_per_s)
+      .def_readonly("core_hz", &fb::PeakResult::core_hz)
+      .def_readonly("flops_per_cycle", &fb::PeakResult::flops_per_cycle)
+      .def_readonly("expected_flops_per_cycle", &fb::PeakResult::expected_flops_per_cycle)
+      .def_readonly("seconds", &fb::PeakResult::seconds);
+  m.def("peak_flops", &fb::peak_flops, py::arg("dtype"), py::arg("threads") = 1,
+        py::arg("add_mix") = false, py::arg("min_time_s") = 0.1,
+        py::call_guard<py::gil_scoped_release>(), "FMA-chain FLOP/s (GIL released).");
+  m.def("core_hz", &fb::core_hz, py::arg("min_time_s") = 0.02,
+        py::call_guard<py::gil_scoped_release>(), "Core clock from dependent adds.");
 }
