@@ -16,7 +16,7 @@ except ImportError as exc:  # pragma: no cover - exercised only on a broken inst
         "for development) from the source tree; this needs a C++17 compiler and CMake."
     ) from exc
 
-from . import counters, results, stats
+from . import counters, kernels, results, roofline, stats
 from .clocks import ClockSpec, ClockTable, clocks
 from .compare import Comparison, compare, compare_measurements
 from .counters import CountersUnavailable
@@ -40,10 +40,12 @@ __all__ = [
     "compare",
     "compare_measurements",
     "counters",
+    "kernels",
     "load",
     "load_any",
     "measure",
     "results",
+    "roofline",
     "save",
     "stats",
     "timeit",

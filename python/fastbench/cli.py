@@ -13,7 +13,7 @@ from typing import Callable, Sequence
 
 from pathlib import Path
 
-from . import __version__, _core, counters, sysinfo
+from . import __version__, _core, counters, kernels, roofline, sysinfo
 from .clocks import clocks
 from .compare import Comparison, compare, compare_measurements
 from .errors import FastbenchError
@@ -172,6 +172,37 @@ def _tour_workloads() -> list[tuple[str, Callable[[], object]]]:
     return [("sorted(1000 ints)", lambda: sorted(data)), ("sum(range(1000))", lambda: sum(range(1000)))]
 
 
+def _tour_placements(roof: roofline.Roofline) -> list[str]:
+    """A GEMM and a triad, measured and placed on the roofline."""
+    import numpy as np
+
+    n = 256
+    a = np.ones((n, n), dtype=np.float32)
+    out = np.empty_like(a)
+    m = measure(kernels.gemm, a, a, out, name="gemm 256")
+    # Each operand read once and the result written once: the least traffic GEMM can do.
+    gemm = roof.place(m, flops=2.0 * n**3, bytes=3.0 * n * n * 4, dtype="float32", level="L2")
+    size = 1 << 22  # 4 Mi elements per array: 96 MiB moved, far beyond the caches
+    x, y, z = (np.ones(size) for _ in range(3))
+    m = measure(lambda: np.add(y, np.multiply(z, 3.0, out=x), out=x), name="numpy triad")
+    # Two ufunc passes: x = 3·z reads z and writes x, x = y + x reads y and x and writes x.
+    triad = roof.place(m, flops=2.0 * size, bytes=5.0 * size * 8, dtype="float64", level="DRAM")
+    return ["- fastbench GEMM n=256 float32, operands in L2", *gemm.lines(),
+            "- numpy x = y + 3·z on 4 Mi float64 (two ufunc passes, 5 sweeps of 32 MiB)",
+            *triad.lines()]
+
+
+def cmd_roofline(args: argparse.Namespace) -> int:
+    r = roofline.calibrate(threads=args.threads, quick=args.quick, cache=not args.no_cache)
+    _out(r.lines())
+    if args.plot:
+        _out(f"plot written to {roofline.plot(r, args.plot)}")
+    if args.output:
+        save(r, args.output)
+        _out(f"saved to {args.output}")
+    return 0
+
+
 def cmd_tour(args: argparse.Namespace) -> int:
     lines = ["fastbench tour: what this machine offers and how fastbench measures it", ""]
     lines += info_lines()
@@ -201,6 +232,12 @@ def cmd_tour(args: argparse.Namespace) -> int:
     block += comparison_lines(c)
     _out(comparison_lines(c))
     timed += block
+    block = ["", "Roofline (fastbench.roofline.calibrate(quick=True), then two workloads placed)"]
+    _out(block)
+    roof = roofline.calibrate(quick=True)
+    placed = roof.lines() + _tour_placements(roof)
+    _out(placed)
+    timed += block + placed
     if args.output:
         with open(args.output, "w", encoding="utf-8") as fh:
             fh.write("\n".join(lines + timed) + "\n")
@@ -261,6 +298,18 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("tour", help="a first run: info, then a few measurements")
     p.add_argument("-o", "--output", help="also write the report to this file")
     p.set_defaults(func=cmd_tour)
+
+    p = sub.add_parser(
+        "roofline", help="calibrate this machine's compute and memory ceilings",
+        description="Measure FMA peak, FMA+ADD peak and GEMM (GFLOP/s) and STREAM triad "
+        "bandwidth per cache level (GB/s); the result is cached per machine and fastbench "
+        "version.")
+    p.add_argument("--quick", action="store_true", help="a few seconds: one size per level")
+    p.add_argument("--threads", type=int, default=None, help="threads (default: all cores)")
+    p.add_argument("--no-cache", action="store_true", help="measure even if a cached result exists")
+    p.add_argument("--plot", help="write a log-log roofline plot (needs matplotlib)")
+    p.add_argument("-o", "--output", help="save the roofline to this JSON file")
+    p.set_defaults(func=cmd_roofline)
 
     p = sub.add_parser(
         "stat", help="count events over a command, like perf stat",
