@@ -1,0 +1,78 @@
+"""fastbench GEMM against numpy's matmul (OpenBLAS here), float32 and float64, interleaved.
+
+For each shape and thread count the two run alternately (rounds of one call each, after a
+warm call), and the ratio is of median times: > 1 means fastbench is faster. numpy's BLAS
+reads its thread count (OPENBLAS_NUM_THREADS) when it loads, so each thread count runs in
+a child process of this script with the variable set. The FMA peak measured by
+fastbench.kernels.peak_flops gives the "% of peak" column.
+Targets: >= 0.95x OpenBLAS at n >= 512 for both dtypes; >= 85% of the FMA peak at n = 2048.
+Run on a quiet machine: python benchmarks/gemm_vs_blas.py
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+SHAPES = [(256, 256, 256), (512, 512, 512), (1024, 1024, 1024), (2048, 2048, 2048),
+          (1000, 1000, 1000), (257, 511, 129), (4096, 64, 4096), (64, 4096, 1024)]
+
+
+def _rounds(m: int, n: int, k: int) -> int:
+    return max(3, min(25, int(4e10 / (2 * m * n * k))))
+
+
+def run(threads: int) -> None:
+    import numpy as np
+
+    import fastbench
+    from fastbench import kernels
+
+    for dtype in ("float32", "float64"):
+        peak = kernels.peak_flops(dtype, threads=threads, min_time_s=0.2).gflops
+        print(f"{dtype}, {threads} thread(s): FMA peak {peak:.1f} GFLOP/s; "
+              f"gemm path {kernels.gemm_isa()}")
+        print(f"  {'m x n x k':<20}{'fastbench':>11}{'numpy':>11}{'ratio':>8}{'% peak':>8}")
+        for m, n, k in SHAPES:
+            rng = np.random.default_rng(0)
+            a = rng.standard_normal((m, k)).astype(dtype)
+            b = rng.standard_normal((k, n)).astype(dtype)
+            out = np.empty((m, n), dtype=dtype)
+            out2 = np.empty((m, n), dtype=dtype)
+            kernels.gemm(a, b, out, threads=threads)
+            np.matmul(a, b, out=out2)
+            fb, npy = [], []
+            for _ in range(_rounds(m, n, k)):
+                t0 = time.perf_counter()
+                kernels.gemm(a, b, out, threads=threads)
+                t1 = time.perf_counter()
+                np.matmul(a, b, out=out2)
+                t2 = time.perf_counter()
+                fb.append(t1 - t0)
+                npy.append(t2 - t1)
+            flops = 2.0 * m * n * k
+            g_fb = flops / statistics.median(fb) / 1e9
+            g_np = flops / statistics.median(npy) / 1e9
+            print(f"  {f'{m}x{n}x{k}':<20}{g_fb:>11.1f}{g_np:>11.1f}{g_fb / g_np:>8.2f}"
+                  f"{g_fb / peak:>8.0%}")
+        print()
+    del fastbench
+
+
+def main() -> None:
+    if len(sys.argv) > 2 and sys.argv[1] == "--threads":
+        run(int(sys.argv[2]))
+        return
+    print("GFLOP/s, median of interleaved rounds (fastbench.kernels.gemm vs numpy.matmul)\n")
+    for threads in (1, 2):
+        # numpy's BLAS reads its thread count when it loads: one child process per count.
+        env = {**os.environ, "OPENBLAS_NUM_THREADS": str(threads), "OMP_NUM_THREADS": str(threads),
+               "MKL_NUM_THREADS": str(threads)}
+        subprocess.run([sys.executable, __file__, "--threads", str(threads)], env=env, check=True)
+
+
+if __name__ == "__main__":
+    main()
