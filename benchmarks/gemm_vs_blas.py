@@ -1,7 +1,7 @@
 """fastbench GEMM against numpy's matmul (OpenBLAS here), float32 and float64, interleaved.
 
-For each shape and thread count the two run alternately (rounds of one call each, after a
-warm call), and the ratio is of median times: > 1 means fastbench is faster. numpy's BLAS
+For each shape and thread count the two run in alternating blocks of calls (three each,
+after a warm call), and the ratio is of median times: > 1 means fastbench is faster. numpy's BLAS
 reads its thread count (OPENBLAS_NUM_THREADS) when it loads, so each thread count runs in
 a child process of this script with the variable set. The FMA peak measured by
 fastbench.kernels.peak_flops gives the "% of peak" column.
@@ -16,13 +16,23 @@ import statistics
 import subprocess
 import sys
 import time
+from typing import Callable
 
 SHAPES = [(256, 256, 256), (512, 512, 512), (1024, 1024, 1024), (2048, 2048, 2048),
           (1000, 1000, 1000), (257, 511, 129), (4096, 64, 4096), (64, 4096, 1024)]
 
 
 def _rounds(m: int, n: int, k: int) -> int:
-    return max(3, min(25, int(4e10 / (2 * m * n * k))))
+    return max(2, min(10, int(1.5e10 / (2 * m * n * k))))
+
+
+def _timed(fn: Callable[[], object], calls: int) -> list[float]:
+    out = []
+    for _ in range(calls):
+        t0 = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - t0)
+    return out
 
 
 def run(threads: int) -> None:
@@ -44,15 +54,15 @@ def run(threads: int) -> None:
             out2 = np.empty((m, n), dtype=dtype)
             kernels.gemm(a, b, out, threads=threads)
             np.matmul(a, b, out=out2)
-            fb, npy = [], []
-            for _ in range(_rounds(m, n, k)):
-                t0 = time.perf_counter()
-                kernels.gemm(a, b, out, threads=threads)
-                t1 = time.perf_counter()
-                np.matmul(a, b, out=out2)
-                t2 = time.perf_counter()
-                fb.append(t1 - t0)
-                npy.append(t2 - t1)
+            fb: list[float] = []
+            npy: list[float] = []
+            calls = _rounds(m, n, k)
+            for _ in range(3):  # alternating blocks
+                npy += _timed(lambda: np.matmul(a, b, out=out2), calls)
+                # OpenBLAS's idle workers spin for a while after a call (OPENBLAS_THREAD_TIMEOUT)
+                # (about 0.1-0.2 s here) and would take a core from fastbench's threads: let them sleep.
+                time.sleep(0.5)
+                fb += _timed(lambda: kernels.gemm(a, b, out, threads=threads), calls)
             flops = 2.0 * m * n * k
             g_fb = flops / statistics.median(fb) / 1e9
             g_np = flops / statistics.median(npy) / 1e9

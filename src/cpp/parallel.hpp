@@ -1,6 +1,6 @@
 // parallel.hpp — runs one function on several threads and waits for all of them: the only
-// threading the kernels use. Threads are started per call (kernels that need a persistent
-// pool for small problems keep their own). No Python here.
+// threading the kernels use, on a pool of workers kept for the process (a call from inside
+// a parallel region starts fresh threads instead). No Python here.
 #pragma once
 
 #include <functional>
@@ -16,7 +16,8 @@ int hardware_threads();
 int resolve_threads(int threads, const char* who);
 
 // Calls fn(tid, nthreads) for tid in [0, nthreads) on nthreads threads (tid 0 on the caller)
-// and joins them. The first exception thrown by any call is rethrown after all have joined.
+// and waits for all. The first exception thrown by any call is rethrown after all have
+// finished. Calls from several threads at once run one after another.
 void run_parallel(int nthreads, const std::function<void(int tid, int nthreads)>& fn);
 
 }  // namespace fastbench

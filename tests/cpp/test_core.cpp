@@ -5,6 +5,7 @@
 // generous (CI runs on shared VMs): ordering, positivity and wide bands, except the 1% TSC
 // cross-check, which retries because a preempted attempt says nothing about the rate.
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -18,6 +19,7 @@
 
 #include "clock.hpp"
 #include "cpu.hpp"
+#include "parallel.hpp"
 #include "timing.hpp"
 
 #include "harness.hpp"
@@ -551,7 +553,32 @@ void test_cpu_features_consistent() {
 // ---- table and runner ----------------------------------------------------------------------
 
 
+// ---- parallel ----------------------------------------------------------------------------
+
+void test_run_parallel_runs_every_tid_and_rethrows() {
+  for (int round = 0; round < 50; ++round) {  // reuses the pool's workers many times
+    std::vector<int> hits(3, 0);
+    fb::run_parallel(3, [&](int tid, int n) {
+      if (n == 3) hits[static_cast<std::size_t>(tid)] += 1;
+    });
+    CHECK(hits == std::vector<int>({1, 1, 1}), "round ", round);
+  }
+  CHECK_THROWS(std::runtime_error,
+               fb::run_parallel(2, [](int tid, int) {
+                 if (tid == 1) throw std::runtime_error("[worker] failed on purpose");
+               }),
+               "[worker]");
+  // Nested: a parallel call inside a parallel region runs on fresh threads, no deadlock.
+  std::atomic<int> inner{0};
+  fb::run_parallel(2, [&](int, int) { fb::run_parallel(2, [&](int, int) { inner += 1; }); });
+  CHECK(inner.load() == 4, inner.load());
+  CHECK(fb::hardware_threads() >= 1, fb::hardware_threads());
+  CHECK(fb::resolve_threads(0, "t") == fb::hardware_threads(), fb::resolve_threads(0, "t"));
+  CHECK_THROWS(std::invalid_argument, fb::resolve_threads(-1, "who"), "[who]");
+}
+
 const Test kTests[] = {
+    {"run_parallel_runs_every_tid_and_rethrows", test_run_parallel_runs_every_tid_and_rethrows},
     {"steady_conversion_is_identity", test_steady_conversion_is_identity},
     {"tsc_conversion_round_trip", test_tsc_conversion_round_trip},
     {"calibrate_tsc_rejects_bad_arguments", test_calibrate_tsc_rejects_bad_arguments},
