@@ -1,6 +1,6 @@
 """fastbench conv2d (im2col and direct) against an im2col + numpy matmul (OpenBLAS) reference
-on ResNet-like shapes, float32, all cores, interleaved rounds; ratio = reference time /
-fastbench time (> 1: fastbench faster). Target >= 1.0x.
+on ResNet-like shapes, float32, all cores, in alternating blocks of calls; ratio = reference
+time / fastbench time (> 1: fastbench faster). Target >= 1.0x.
 Run on a quiet machine: python benchmarks/conv_vs_numpy.py
 """
 
@@ -41,7 +41,7 @@ def reference(x: np.ndarray, w: np.ndarray, stride: int, pad: int, groups: int) 
 
 
 def main() -> None:
-    print("ms per call, median of interleaved rounds; ratio = numpy im2col+matmul / fastbench")
+    print("ms per call, median of alternating blocks; ratio = numpy im2col+matmul / fastbench")
     print(f"  {'shape':<44}{'numpy':>9}{'im2col':>9}{'direct':>9}{'ratio':>8}{'best':>8}")
     for (n, c, h, wd), (co, kh, kw), stride, pad, groups in SHAPES:
         rng = np.random.default_rng(0)
@@ -59,11 +59,16 @@ def main() -> None:
             err = np.abs(got - want).max() / (np.abs(want).max() + 1)
             assert err < 1e-3, (name, err)
         times: dict[str, list[float]] = {k: [] for k in runs}
-        for _ in range(9):
+        for _ in range(3):  # alternating blocks of 3 calls each
             for name, fn in runs.items():
-                t0 = time.perf_counter()
-                fn()
-                times[name].append(time.perf_counter() - t0)
+                for _ in range(3):
+                    t0 = time.perf_counter()
+                    fn()
+                    times[name].append(time.perf_counter() - t0)
+                if name == "numpy":
+                    # OpenBLAS's idle workers spin for 0.1-0.2 s after a call and would take
+                    # a core from fastbench's threads: let them sleep first.
+                    time.sleep(0.5)
         med = {k: statistics.median(v) * 1e3 for k, v in times.items()}
         best = min(med["im2col"], med["direct"])
         label = f"{n}x{c}x{h}x{wd} -> {co} {kh}x{kw} s{stride} p{pad}" + (f" g{groups}" if groups > 1 else "")

@@ -262,12 +262,11 @@ void conv_im2col(const Plan& p, const float* x, const float* w, const float* bia
   // faster than threading inside each band's gemm (which starts threads twice per band)
   // for the 7×7 stem, about even elsewhere; threads cooperate inside a job only when there
   // are fewer jobs than threads.
-  std::size_t band = band_rows(p, kColBudgetBytes / nt);
   const std::size_t images = s.n * s.groups;
-  if (nt > 1 && images < nt) {
-    const std::size_t per_image = (nt + images - 1) / images;
-    band = std::min(band, std::max<std::size_t>(1, (p.oh + per_image - 1) / per_image));
-  }
+  // Whole images per thread when there are enough of them; otherwise the threads share
+  // each band's lowering and gemm (the pool makes that cheap), with the whole budget.
+  const bool per_thread = nt > 1 && images >= nt;
+  const std::size_t band = band_rows(p, per_thread ? kColBudgetBytes / nt : kColBudgetBytes);
   const std::size_t bands = (p.oh + band - 1) / band;
   const std::size_t jobs = images * bands;
   const std::size_t cap = is_pointwise(s) ? 0 : band * p.taps * p.ow;
@@ -278,7 +277,7 @@ void conv_im2col(const Plan& p, const float* x, const float* w, const float* bia
     im2col_band(p, x + img * x_img, w, bias, y + img * y_img, g, oy0, std::min(p.oh, oy0 + band),
                 cols, threads);
   };
-  if (nt > 1 && jobs >= nt) {
+  if (per_thread) {
     run_parallel(nthreads, [&](int tid, int n_threads) {
       std::unique_ptr<float[]> cols = cap != 0 ? alloc_floats(cap) : nullptr;
       const std::size_t j0 = jobs * static_cast<std::size_t>(tid) / static_cast<std::size_t>(n_threads);
