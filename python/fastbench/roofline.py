@@ -31,7 +31,8 @@ __all__ = ["Placement", "Roofline", "calibrate", "cache_path", "place", "plot"]
 
 # Bump when what calibrate() measures or how it stores it changes: older cache files are
 # then recalibrated rather than read.
-CACHE_VERSION = 1
+# 1: first layout. 2: quick calibrations measure DRAM at the full working set too.
+CACHE_VERSION = 2
 LEVELS = ("L1", "L2", "L3", "DRAM")
 DTYPES = ("float32", "float64")
 BOUNDS = ("memory-bound", "compute-bound")
