@@ -181,8 +181,7 @@ def test_real_quick_calibration_is_ordered(tmp_path: Path, monkeypatch: pytest.M
     monkeypatch.setenv("FASTBENCH_CACHE_DIR", str(tmp_path))
     r = roofline.calibrate(quick=True, progress=False)
     assert all(v > 0 for v in r.compute.values()) and all(v > 0 for v in r.memory.values())
-    assert r.memory["L1"] > r.memory["DRAM"]
-    assert r.peak_gflops("float32") > r.peak_gflops("float64") * 1.2
+    assert r.memory["L1"] > r.memory["DRAM"]  # an order of magnitude apart: robust to noise
     assert "compute ceilings" in "\n".join(r.lines())
 
 
@@ -192,6 +191,8 @@ def test_plot_writes_a_png(tmp_path: Path) -> None:
     p = r.place(flops=2e9, bytes=24e9, seconds=1.2)
     out = roofline.plot(r, tmp_path / "roof.png", points={"triad": p})
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    again = r.plot(tmp_path / "again.png", points=[("triad", p)], dtype="float64")
+    assert again.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_cli_roofline_prints_saves_and_plots(tmp_path: Path) -> None:

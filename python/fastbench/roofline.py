@@ -178,6 +178,12 @@ class Roofline:
                          self._compute_name(dtype, ceiling), level, ridge)
 
     # -- output --------------------------------------------------------------------------
+    def plot(self, path: str | os.PathLike[str], *,
+             points: Mapping[str, Placement] | Sequence[tuple[str, Placement]] = (),
+             dtype: str = "float32") -> Path:
+        """Write the log-log plot to ``path``; see the module's ``plot``."""
+        return plot(self, path, points=points, dtype=dtype)
+
     def lines(self) -> list[str]:
         """The ceilings table."""
         out = [f"  roofline, {self.threads} thread{'s' if self.threads != 1 else ''}"
