@@ -182,7 +182,10 @@ def test_real_quick_calibration_is_ordered(tmp_path: Path, monkeypatch: pytest.M
     r = roofline.calibrate(quick=True, progress=False)
     assert all(v > 0 for v in r.compute.values()) and all(v > 0 for v in r.memory.values())
     assert r.memory["L1"] > r.memory["DRAM"]  # an order of magnitude apart: robust to noise
-    assert "compute ceilings" in "\n".join(r.lines())
+    text = "\n".join(r.lines())
+    assert "compute ceilings" in text
+    for nbytes, gbs, level in r.sweep:  # every working set measured is printed with its level
+        assert any(line.strip().startswith(level) and f"{gbs:,.0f}" in line for line in r.lines())
 
 
 def test_plot_writes_a_png(tmp_path: Path) -> None:

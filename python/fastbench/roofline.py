@@ -192,9 +192,11 @@ class Roofline:
         out.append("  compute ceilings:")
         for name, value in self.compute.items():
             out.append(f"    {name:<22}{value:>10,.1f} GFLOP/s")
-        out.append("  memory ceilings (STREAM triad, write-allocate not counted):")
+        out.append("  memory ceilings (STREAM triad, write-allocate not counted; "
+                   "the best working set of each level):")
         for level, value in self.memory.items():
-            out.append(f"    {level:<22}{value:>10,.1f} GB/s")
+            sizes = ", ".join(f"{_size(b)} {g:,.0f}" for b, g, lv in self.sweep if lv == level)
+            out.append(f"    {level:<22}{value:>10,.1f} GB/s" + (f"   ({sizes})" if sizes else ""))
         for dtype in DTYPES:
             try:
                 ridges = self.ridge_points(dtype)
@@ -233,6 +235,10 @@ class Roofline:
             )
         except (KeyError, TypeError, ValueError) as e:
             raise ValueError(f"not a roofline: {e}") from e
+
+
+def _size(nbytes: int) -> str:
+    return f"{nbytes >> 20} MiB" if nbytes >= 1 << 20 else f"{nbytes >> 10} KiB"
 
 
 register_kind("roofline", Roofline, Roofline.to_dict, Roofline.from_dict)
