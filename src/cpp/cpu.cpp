@@ -50,6 +50,16 @@ CpuFeatures detect() {
     f.sse2 = (r1.d >> 26) & 1u;
     f.sse4_2 = (r1.c >> 20) & 1u;
     f.hypervisor = (r1.c >> 31) & 1u;
+    // Display family and model (Intel SDM vol. 2A, CPUID leaf 1; AMD APM vol. 3, E.3.2):
+    // the extended fields count only when the base family is 0xF (and, for the model, 6).
+    const unsigned base_family = (r1.a >> 8) & 0xFu;
+    const unsigned base_model = (r1.a >> 4) & 0xFu;
+    const unsigned ext_family = (r1.a >> 20) & 0xFFu;
+    const unsigned ext_model = (r1.a >> 16) & 0xFu;
+    f.family = static_cast<int>(base_family == 0xFu ? base_family + ext_family : base_family);
+    f.model = static_cast<int>(base_family == 0xFu || base_family == 6u
+                                   ? (ext_model << 4) | base_model
+                                   : base_model);
     const bool osxsave = (r1.c >> 27) & 1u;
     const std::uint64_t xcr0 = osxsave ? xgetbv0() : 0;
     const bool ymm_ok = (xcr0 & 0x6u) == 0x6u;

@@ -20,6 +20,8 @@ struct CpuFeatures {
   bool rdtscp = false;         // CPUID 0x80000001 EDX[27]
   bool invariant_tsc = false;  // CPUID 0x80000007 EDX[8]: constant rate, runs in all C-states
   bool hypervisor = false;     // CPUID 1 ECX[31]: running under a hypervisor
+  int family = 0;              // CPUID 1 display family (base + extended), 0 off x86
+  int model = 0;               // CPUID 1 display model (extended model for family 6 and 0xF+)
 };
 
 // Detected once and cached; safe to call from any thread.

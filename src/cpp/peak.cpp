@@ -166,10 +166,13 @@ Kernel pick(bool mix, bool avx, double& expected) {
 #if defined(__x86_64__)
   if (avx) {
     const double lanes = Avx<T>::kLanes;
-    // Two FMA pipes on every AVX2+FMA core from Haswell and Zen on. AMD Zen adds two FADD
-    // pipes beside them (AMD, Software Optimization Guide for Zen 3, 2.11); Intel's adds
-    // share the FMA ports.
-    const bool separate_add_pipes = cpu_features().vendor == "AuthenticAMD";
+    // Two FMA pipes on every AVX2+FMA core from Haswell and Zen on. AMD Zen (family 0x17
+    // and later; Hygon's family 0x18 is Zen too) adds two FADD pipes beside them (AMD,
+    // Software Optimization Guide for Zen 3, 2.11); Intel's adds share the FMA ports, and
+    // older AMD cores (Bulldozer family 0x15) have no separate add pipes.
+    const CpuFeatures& cpu = cpu_features();
+    const bool separate_add_pipes =
+        (cpu.vendor == "AuthenticAMD" || cpu.vendor == "HygonGenuine") && cpu.family >= 0x17;
     if (!mix) {
       k.flops_per_iter = kFmaChains * lanes * fma_flops;
       k.run = &fma_avx2<T>;
@@ -177,6 +180,9 @@ Kernel pick(bool mix, bool avx, double& expected) {
     } else {
       k.flops_per_iter = (kMixFma * fma_flops + kMixAdd) * lanes;
       k.run = &mix_avx2<T>;
+      // One trip is 8 FMAs and 6 adds: 4 cycles where adds have their own pipes (44 f32 /
+      // 22 f64 FLOP/cycle; a 48/24 mix would need 8 add chains, two more ymm registers than
+      // there are), 7 where they share the FMA ports (~25 f32 / ~12.6 f64).
       const double cycles = separate_add_pipes ? std::max(kMixFma, kMixAdd) / 2.0
                                                : (kMixFma + kMixAdd) / 2.0;
       expected = k.flops_per_iter / cycles;

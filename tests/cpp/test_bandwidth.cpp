@@ -36,6 +36,16 @@ void test_bytes_are_counted_as_stream() {
   }
 }
 
+// 32 MiB on one thread takes the 16-byte loops of the streaming kinds (past the caches).
+void test_large_working_sets_take_every_kind() {
+  for (const char* kind : {"copy", "scale", "add", "triad"}) {
+    const fb::BandwidthResult r = fb::bandwidth(kind, 32u << 20, 1, 0.005);
+    CHECK(r.gb_per_s > 0 && std::isfinite(r.gb_per_s) && r.passes >= 3, kind, " ", r.gb_per_s);
+    CHECK(r.working_set_bytes <= (32u << 20) && r.working_set_bytes + 64 > (32u << 20), kind,
+          " ", r.working_set_bytes);
+  }
+}
+
 void test_l1_outruns_dram() {
   const fb::BandwidthResult l1 = fb::bandwidth("read", 16 * 1024, 1, 0.01);
 #if defined(NDEBUG)
@@ -44,7 +54,11 @@ void test_l1_outruns_dram() {
   const std::size_t big = 64u << 20;  // sanitizers slow the first touch
 #endif
   const fb::BandwidthResult dram = fb::bandwidth("read", big, 1, 0.02);
+  CHECK(l1.gb_per_s > 0 && dram.gb_per_s > 0, l1.gb_per_s, " ", dram.gb_per_s);
+#if defined(NDEBUG)
+  // Unoptimised (Debug) kernels are bound by their own instructions at every size.
   CHECK(l1.gb_per_s > dram.gb_per_s, "L1 ", l1.gb_per_s, " vs DRAM ", dram.gb_per_s);
+#endif
   std::printf("note: read L1 %.1f GB/s, %zu MiB %.1f GB/s (%s)\n", l1.gb_per_s, big >> 20,
               dram.gb_per_s, l1.isa.c_str());
 }
@@ -65,6 +79,7 @@ void test_bandwidth_rejects_bad_input() {
   CHECK_THROWS(std::invalid_argument, fb::bandwidth("copy", 1 << 20, -1, 0.01), "[bandwidth]");
   CHECK_THROWS(std::invalid_argument, fb::bandwidth("copy", 1 << 20, 1, 0.0), "[bandwidth]");
   CHECK_THROWS(std::invalid_argument, fb::bandwidth("copy", 1 << 20, 1, NAN), "[bandwidth]");
+  CHECK_THROWS(std::invalid_argument, fb::bandwidth("copy", 1 << 20, 1, INFINITY), "[bandwidth]");
 }
 
 void test_peak_is_within_what_the_isa_promises() {
@@ -88,7 +103,7 @@ void test_peak_is_within_what_the_isa_promises() {
 void test_core_clock_is_plausible() {
   const double hz = fb::core_hz(0.01);
 #if defined(__x86_64__)
-  CHECK(hz > 0.3e9 && hz < 8e9, hz);
+  CHECK(hz > 0.5e9 && hz < 6e9, hz);
 #else
   CHECK(hz == 0.0, hz);
 #endif
@@ -98,11 +113,15 @@ void test_peak_rejects_bad_input() {
   CHECK_THROWS(std::invalid_argument, fb::peak_flops("float16", 1, false, 0.01), "[peak_flops]");
   CHECK_THROWS(std::invalid_argument, fb::peak_flops("float32", -2, false, 0.01), "[peak_flops]");
   CHECK_THROWS(std::invalid_argument, fb::peak_flops("float32", 1, false, -1.0), "[peak_flops]");
+  CHECK_THROWS(std::invalid_argument, fb::peak_flops("float32", 1, true, NAN), "[peak_flops]");
+  CHECK_THROWS(std::invalid_argument, fb::peak_flops("float64", 1, false, 0.0), "[peak_flops]");
   CHECK_THROWS(std::invalid_argument, fb::core_hz(INFINITY), "[core_hz]");
+  CHECK_THROWS(std::invalid_argument, fb::core_hz(0.0), "[core_hz]");
 }
 
 const Test kTests[] = {
     {"bytes_are_counted_as_stream", test_bytes_are_counted_as_stream},
+    {"large_working_sets_take_every_kind", test_large_working_sets_take_every_kind},
     {"l1_outruns_dram", test_l1_outruns_dram},
     {"two_threads_are_not_slower_than_half_of_one", test_two_threads_are_not_slower_than_half_of_one},
     {"bandwidth_rejects_bad_input", test_bandwidth_rejects_bad_input},
