@@ -66,7 +66,9 @@ def test_task_clock_counts_a_known_spin() -> None:
         _core.spin(20e6)
     if "task-clock" in c.skipped:
         pytest.skip(c.skipped["task-clock"])
-    assert 15e6 <= c.values["task-clock"] <= 60e6
+    # CPU time of a 20 ms wall-clock spin: less when the thread is preempted (a third was
+    # seen on a busy 2-core VM), never much more.
+    assert 10e6 <= c.values["task-clock"] <= 60e6
     assert c.result.counts["task-clock"].running_fraction == pytest.approx(1.0)
     # A software event is never on a hardware counter: read(2), and the result says why.
     assert c.result.read_path == "read"

@@ -33,8 +33,10 @@ def test_task_clock_per_call_matches_a_known_spin() -> None:
     m = fastbench.measure(_core.make_spin(20_000.0), counters=["task-clock"], **QUICK)
     assert m.counters is not None
     per_call = m.counters.per_call["task-clock"]
-    # task-clock is the thread's CPU time: the spin's duration, within interrupt noise.
-    assert per_call == pytest.approx(truth, rel=0.1)
+    # task-clock is the thread's CPU time: the spin's wall duration, less whatever time the
+    # thread was preempted (a busy 2-core machine can take a third of it) and never more.
+    # The spin's own timing is the TSC's, so `truth` only moves up under load.
+    assert 0.6 * 20_000.0 <= per_call <= 1.1 * max(truth, m.median_ns)
     assert len(m.counters.per_sample["task-clock"]) == QUICK["repeat"]
     assert m.counters.running_fraction["task-clock"] == 1.0 and not m.counters.scaled
 
