@@ -140,15 +140,7 @@ class CacheGeometry:
 
     def __str__(self) -> str:
         ways = "direct-mapped" if self.assoc == 1 else f"{self.assoc}-way"
-        return f"{_format_bytes(self.size_bytes)} {ways} {self.line_bytes} B lines"
-
-
-def _format_bytes(size_bytes: int) -> str:
-    """Largest binary unit that divides exactly: 32 MiB, 48 KiB, 768 B."""
-    for unit, factor in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
-        if size_bytes >= factor and size_bytes % factor == 0:
-            return f"{size_bytes // factor} {unit}"
-    return f"{size_bytes} B"
+        return f"{sysinfo.format_bytes(self.size_bytes)} {ways} {self.line_bytes} B lines"
 
 
 def _is_pow2(n: int) -> bool:
@@ -259,10 +251,10 @@ def adjust_geometry(name: str, size_bytes: int, assoc: int | None,
     chosen = CacheGeometry(-key(best)[0], best, line)
     changed = []
     if chosen.size_bytes != size_bytes:
-        changed.append(f"size {_format_bytes(size_bytes)} -> {_format_bytes(chosen.size_bytes)}")
+        changed.append(f"size {sysinfo.format_bytes(size_bytes)} -> {sysinfo.format_bytes(chosen.size_bytes)}")
     if chosen.assoc != ways:
         changed.append(f"associativity {ways}-way -> {chosen.assoc}-way")
-    notes.append(f"{name}: {_format_bytes(size_bytes)} {ways}-way with {line} B lines has "
+    notes.append(f"{name}: {sysinfo.format_bytes(size_bytes)} {ways}-way with {line} B lines has "
                  f"{_sets_text(wanted)} sets, not a power of two as cachegrind requires; "
                  f"simulated as {chosen} ({_sets_text(chosen)} sets): {', '.join(changed)}")
     return chosen, notes

@@ -195,7 +195,7 @@ class Roofline:
         out.append("  memory ceilings (STREAM triad, write-allocate not counted; "
                    "the best working set of each level):")
         for level, value in self.memory.items():
-            sizes = ", ".join(f"{_size(b)} {g:,.0f}" for b, g, lv in self.sweep if lv == level)
+            sizes = ", ".join(f"{sysinfo.format_bytes(b)} {g:,.0f}" for b, g, lv in self.sweep if lv == level)
             out.append(f"    {level:<22}{value:>10,.1f} GB/s" + (f"   ({sizes})" if sizes else ""))
         for dtype in DTYPES:
             try:
@@ -235,10 +235,6 @@ class Roofline:
             )
         except (KeyError, TypeError, ValueError) as e:
             raise ValueError(f"not a roofline: {e}") from e
-
-
-def _size(nbytes: int) -> str:
-    return f"{nbytes >> 20} MiB" if nbytes >= 1 << 20 else f"{nbytes >> 10} KiB"
 
 
 register_kind("roofline", Roofline, Roofline.to_dict, Roofline.from_dict)

@@ -36,6 +36,7 @@ __all__ = [
     "cpu_model",
     "detect_container",
     "detect_hypervisor",
+    "format_bytes",
     "format_machine",
     "format_noise_checks",
     "machine_info",
@@ -887,7 +888,7 @@ _NOTABLE_FLAGS = (
 )  # fmt: skip
 
 
-def _format_bytes(size_bytes: int) -> str:
+def format_bytes(size_bytes: int) -> str:
     """Format with the largest binary unit that divides exactly: 32 MiB, 48 KiB, 768 B."""
     for unit, factor in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
         if size_bytes >= factor and size_bytes % factor == 0:
@@ -901,7 +902,7 @@ def _cache_label(cache: CacheLevel) -> str:
 
 
 def _format_caches(levels: Iterable[CacheLevel]) -> str:
-    parts = [f"{_cache_label(c)} {_format_bytes(c.size_bytes)}" for c in levels]
+    parts = [f"{_cache_label(c)} {format_bytes(c.size_bytes)}" for c in levels]
     return ", ".join(parts) if parts else "unknown"
 
 

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "cpu.hpp"
+#include "median.hpp"
 #include "parallel.hpp"
 
 #if defined(__x86_64__)
@@ -258,12 +259,6 @@ std::pair<std::size_t, std::size_t> slice(std::size_t n, int tid, int nt) {
   return {std::min(n, b0 * kAlignElems), std::min(n, b1 * kAlignElems)};
 }
 
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t m = v.size() / 2;
-  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
-}
-
 }  // namespace
 
 BandwidthResult bandwidth(const std::string& kind, std::size_t working_set_bytes, int threads,
@@ -364,7 +359,7 @@ BandwidthResult bandwidth(const std::string& kind, std::size_t working_set_bytes
   res.bytes_per_pass = static_cast<double>(n) * sizeof(double) * (info.reads + info.writes);
   res.write_allocate_bytes_per_pass = static_cast<double>(n) * sizeof(double) * info.writes;
   res.best_s = *std::min_element(unit_s.begin(), unit_s.end());
-  res.median_s = median_of(unit_s);
+  res.median_s = detail::median(unit_s);
   res.gb_per_s = res.bytes_per_pass / res.best_s / 1e9;
   res.threads = nt;
   res.passes = static_cast<int>(unit_s.size() * reps.load());

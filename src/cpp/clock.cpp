@@ -9,15 +9,10 @@
 #include <stdexcept>
 
 #include "cpu.hpp"
+#include "median.hpp"
 
 namespace fastbench {
 namespace {
-
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 // One (steady ns, tsc ticks) pair taken as close together as possible: of five tries, the
 // one whose bracketing steady reads are closest, with the steady time at their midpoint.
@@ -47,7 +42,7 @@ double batch_cost_ns(Read read, std::uint64_t reps) {
     sink = sink + acc;
     costs.push_back(static_cast<double>(s1 - s0) / static_cast<double>(reps));
   }
-  return median_of(costs);
+  return detail::median(costs);
 }
 
 template <class Clock>
@@ -144,12 +139,12 @@ TscCalibration calibrate_tsc(int windows, double window_s) {
     paired_read(s1, t1);
     cal.window_hz.push_back((t1 - t0) / ((s1 - s0) * 1e-9));
   }
-  cal.hz = median_of(cal.window_hz);
+  cal.hz = detail::median(cal.window_hz);
   const auto [lo, hi] = std::minmax_element(cal.window_hz.begin(), cal.window_hz.end());
   cal.spread_rel = (*hi - *lo) / cal.hz;
   std::vector<double> dev;
   for (double h : cal.window_hz) dev.push_back(std::fabs(h - cal.hz));
-  cal.mad_rel = median_of(dev) / cal.hz;
+  cal.mad_rel = detail::median(dev) / cal.hz;
   return cal;
 }
 

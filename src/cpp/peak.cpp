@@ -12,9 +12,11 @@
 #include <cmath>
 #include <cstdint>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 #include "cpu.hpp"
+#include "median.hpp"
 #include "parallel.hpp"
 
 #if defined(__x86_64__)
@@ -244,8 +246,7 @@ double core_hz(double min_time_s) {
     const std::uint64_t adds = add_chain(trips);
     hz.push_back(static_cast<double>(adds) / seconds_since(t0));
   }
-  std::sort(hz.begin(), hz.end());
-  return hz[hz.size() / 2];
+  return detail::median(std::move(hz));
 #else
   return 0.0;  // no portable one-cycle dependent chain: unknown
 #endif

@@ -16,6 +16,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "median.hpp"
 #include "perf_math.hpp"
 
 #if defined(__linux__)
@@ -769,32 +770,13 @@ std::vector<CounterOverhead> calibrate_read_overhead(CounterGroup& group, int re
   std::vector<CounterOverhead> out(n);
   for (std::size_t i = 0; i < n; ++i) {
     out[i].name = group.events()[i].name;
-    std::vector<double>& s = samples[i];
-    out[i].available = !s.empty();
-    if (s.empty()) continue;
-    const std::size_t mid = s.size() / 2;
-    std::nth_element(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(mid), s.end());
-    double m = s[mid];
-    if (s.size() % 2 == 0) {
-      const double lo = *std::max_element(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(mid));
-      m = 0.5 * (lo + m);
-    }
-    out[i].median = m;
+    out[i].available = !samples[i].empty();
+    if (out[i].available) out[i].median = detail::median(std::move(samples[i]));
   }
   return out;
 }
 
 namespace {
-
-double median_of(std::vector<double>& v) {
-  const std::size_t mid = v.size() / 2;
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
-  double m = v[mid];
-  if (v.size() % 2 == 0) {
-    m = 0.5 * (m + *std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid)));
-  }
-  return m;
-}
 
 // Median over `reps` batches of the ns per call of `op`, run `batch` times per batch.
 template <class Op>
@@ -808,7 +790,7 @@ double time_batches(int reps, int batch, Op&& op) {
     const clock::time_point t1 = clock::now();
     per_op.push_back(std::chrono::duration<double, std::nano>(t1 - t0).count() / batch);
   }
-  return median_of(per_op);
+  return detail::median(std::move(per_op));
 }
 
 }  // namespace
