@@ -309,10 +309,13 @@ def cache_path(threads: int, dtypes: Sequence[str], quick: bool) -> Path:
     The name hashes the CPU model, the logical cores, the fastbench version and the settings,
     so a different CPU or version never reads another's ceilings.
     """
+    return _cache_path(_machine(), threads, dtypes, quick)
+
+
+def _cache_path(m: Mapping[str, Any], threads: int, dtypes: Sequence[str], quick: bool) -> Path:
     base = os.environ.get("FASTBENCH_CACHE_DIR") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
         "fastbench")
-    m = _machine()
     key = json.dumps([CACHE_VERSION, __version__, m["cpu_model"], m["logical_cores"],
                       m["caches"], m["gemm_isa"], threads, list(dtypes), quick])
     digest = hashlib.sha256(key.encode()).hexdigest()[:16]
@@ -373,7 +376,7 @@ def calibrate(threads: int | None = None, dtypes: Iterable[str] = DTYPES, quick:
     if not dts:
         raise ValueError("dtypes is empty")
     machine = _machine()
-    path = cache_path(nthreads, dts, quick)
+    path = _cache_path(machine, nthreads, dts, quick)
     if cache:
         cached = _load_cached(path, machine)
         if cached is not None:
