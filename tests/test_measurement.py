@@ -15,6 +15,8 @@ import pytest
 
 from fastbench import Measurement
 from fastbench.measurement import STOP_REASONS, measurement_warnings, relative_half_width
+from fastbench.memory import CallMemory
+from fastbench.report import measurement_lines
 from fastbench.stats import summarize
 
 _RNG = np.random.default_rng(7)
@@ -206,3 +208,51 @@ def test_rel_ci_uses_relative_half_width() -> None:
     assert m.median_ci_ns is not None
     assert m.rel_ci == relative_half_width(m.median_ci_ns, m.median_ns)
     assert _synthetic(STEADY[:5]).rel_ci is None  # no CI below 6 samples
+
+
+# -- memory -----------------------------------------------------------------------------------
+_MEMORY = CallMemory(peak_increase_bytes=(40 << 20, 42 << 20, 41 << 20),
+                     python_peak_bytes=(40 << 20, 40 << 20, 40 << 20), cuda_peak_bytes=None,
+                     method="VmHWM after clear_refs", exact=True, warmup_calls=1)
+
+
+def test_memory_defaults_to_none_and_round_trips() -> None:
+    assert _synthetic().memory is None
+    assert _synthetic().to_dict()["memory"] is None
+    m = _synthetic(memory=_MEMORY)
+    data = json.loads(json.dumps(m.to_dict(), allow_nan=False))
+    assert data["memory"] == {
+        "peak_increase_bytes": [40 << 20, 42 << 20, 41 << 20],
+        "python_peak_bytes": [40 << 20] * 3, "cuda_peak_bytes": None,
+        "method": "VmHWM after clear_refs", "exact": True, "warmup_calls": 1,
+    }
+    restored = Measurement.from_dict(data)
+    assert restored.memory == _MEMORY
+    assert restored.to_dict() == data
+
+
+def test_from_dict_without_memory_key() -> None:
+    data = _synthetic().to_dict()
+    del data["memory"]  # data written before memory existed
+    assert Measurement.from_dict(data).memory is None
+
+
+@pytest.mark.parametrize(("memory", "error"), [
+    ({"method": "m"}, ValueError), ({"peak_increase_bytes": [], "method": "m"}, ValueError),
+    ({"peak_increase_bytes": ["1"], "method": "m"}, TypeError), ([1, 2], TypeError),
+])
+def test_from_dict_rejects_bad_memory(memory: Any, error: type[Exception]) -> None:
+    data = _synthetic().to_dict()
+    data["memory"] = memory
+    with pytest.raises(error):
+        Measurement.from_dict(data)
+
+
+def test_report_lines_include_memory() -> None:
+    lines = measurement_lines(_synthetic(memory=_MEMORY))
+    assert lines[4:6] == [
+        "  memory per call (median of 3 tracked calls after 1 warmup, VmHWM after clear_refs): "
+        "peak RSS +41 MiB, max +42 MiB",
+        "    Python heap peak (tracemalloc): 40 MiB, max 40 MiB",
+    ]
+    assert not any("memory" in line for line in measurement_lines(_synthetic()))

@@ -23,6 +23,7 @@ import pytest
 
 import fastbench
 from fastbench import Measurement, results
+from fastbench.memory import CallMemory
 from fastbench.results import ResultsFileError
 
 DATA = Path(__file__).parent / "data"
@@ -125,7 +126,7 @@ def test_file_layout(tmp_path: Path) -> None:
     doc = json.loads(path.read_text(encoding="utf-8"))
     assert list(doc) == ["schema_version", "kind", "fastbench_version", "created", "machine",
                          "data"]
-    assert doc["schema_version"] == results.SCHEMA_VERSION == 1
+    assert doc["schema_version"] == results.SCHEMA_VERSION == 2
     assert doc["kind"] == "measurements"
     assert doc["fastbench_version"] == fastbench.__version__
     created = datetime.fromisoformat(doc["created"])
@@ -139,7 +140,7 @@ def test_load_file_returns_metadata(tmp_path: Path) -> None:
     results.save(_synthetic(), path)
     loaded = results.load_file(path)
     assert loaded.kind == "measurement"
-    assert loaded.schema_version == 1
+    assert loaded.schema_version == 2
     assert loaded.fastbench_version == fastbench.__version__
     assert loaded.machine["cpu_model"] == results.machine_metadata()["cpu_model"]
     _assert_same(loaded.obj, _synthetic())
@@ -436,11 +437,40 @@ def test_other_schema_version(saved: Path) -> None:
         results.load(path)
     assert str(info.value) == (
         f"{path} was written by schema version 7 (fastbench 9.0); this fastbench reads "
-        "version 1; upgrade fastbench to read it"
+        "versions 1 to 2; upgrade fastbench to read it"
     )
-    for bad in ("1", 1.5, True, None):
-        with pytest.raises(ResultsFileError, match="schema version .*reads version 1"):
+    for bad in ("1", 1.5, True, None, 0, -1):
+        with pytest.raises(ResultsFileError, match="schema version .*reads versions 1 to 2$"):
             results.load(_edited(saved, "bad.json", schema_version=bad))
+
+
+def test_version_1_file_still_loads(tmp_path: Path) -> None:
+    # What fastbench wrote before memory existed: schema 1, measurement data without "memory".
+    data = _synthetic("old").to_dict()
+    del data["memory"]
+    doc = {"schema_version": 1, "kind": "measurement", "fastbench_version": "0.1.0",
+           "created": "2024-01-02T03:04:05+00:00", "machine": {"cpu_model": "x"}, "data": data}
+    path = _write_json(tmp_path / "v1.json", doc)
+    loaded = results.load_file(path)
+    assert loaded.schema_version == 1
+    assert loaded.obj.memory is None
+    _assert_same(loaded.obj, _synthetic("old"))
+    assert list(results.load_any(path)) == ["old"]
+
+
+def test_round_trip_keeps_memory(tmp_path: Path) -> None:
+    memory = CallMemory(peak_increase_bytes=(41_943_040, 41_947_136, 41_938_944),
+                        python_peak_bytes=(41_943_184, 41_943_200, 41_943_184),
+                        cuda_peak_bytes=None, method="VmHWM after clear_refs", exact=True,
+                        warmup_calls=1)
+    m = _synthetic("mem", memory=memory)
+    path = tmp_path / "mem.json"
+    results.save(m, path)
+    got = results.load(path)
+    assert got.memory == memory
+    _assert_same(got, m)
+    assert _read_raw(path)["data"]["memory"]["peak_increase_bytes"] == [41_943_040, 41_947_136,
+                                                                         41_938_944]
 
 
 def test_unknown_kind(saved: Path) -> None:
@@ -655,8 +685,8 @@ def test_load_any_reads_fastbench(tmp_path: Path) -> None:
 
 
 def test_load_any_reports_fastbench_errors(saved: Path) -> None:
-    with pytest.raises(ResultsFileError, match="schema version 2"):
-        results.load_any(_edited(saved, "v2.json", schema_version=2))
+    with pytest.raises(ResultsFileError, match="schema version 3"):
+        results.load_any(_edited(saved, "v3.json", schema_version=3))
 
 
 # -- register_kind ---------------------------------------------------------------------

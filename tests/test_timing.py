@@ -732,3 +732,101 @@ def test_budget_ending_before_repeat_is_reported_with_a_target() -> None:
     assert m.n < 20
     assert m.stop_reason == "max_time_s", (m.n, m.rel_ci)
     assert m.budget_exhausted
+
+
+# -- memory=True ------------------------------------------------------------------------------
+MiB = 1 << 20
+
+
+def _exact_memory_here() -> bool:
+    with fastbench.memory.track(python_heap=False) as m:
+        pass
+    return m.exact
+
+
+needs_exact_memory = pytest.mark.skipif(
+    not _exact_memory_here(),
+    reason="/proc/self/clear_refs cannot reset the peak RSS here (not Linux >= 4.0, or no "
+           "permission): peaks are sampled lower bounds",
+)
+
+
+def _allocate_40_mib() -> None:
+    a = np.ones(40 * MiB // 8)  # written, so every page is resident
+    del a
+
+
+def test_memory_is_none_by_default() -> None:
+    assert measure(Recorder(), **FAST).memory is None
+    assert timeit("pass", **FAST).memory is None
+
+
+@needs_exact_memory
+def test_measure_memory_of_a_40_mib_call() -> None:
+    m = measure(_allocate_40_mib, memory=True, **FAST)
+    assert m.memory is not None
+    cm = m.memory
+    assert (cm.calls, cm.warmup_calls, cm.exact) == (3, 1, True)
+    assert 0.95 * 40 * MiB <= cm.median_peak_increase_bytes <= 1.10 * 40 * MiB
+    assert cm.median_peak_increase_bytes <= cm.max_peak_increase_bytes <= 1.10 * 40 * MiB
+    assert cm.median_python_peak_bytes is not None
+    assert 40 * MiB <= cm.median_python_peak_bytes < 41 * MiB
+    assert m.n == FAST["repeat"]  # the timing itself is unchanged
+
+
+def test_memory_calls_come_after_the_timed_ones() -> None:
+    rec = Recorder()
+    m = measure(rec, 7, loops=2, warmup=1, repeat=3, duration_s=None, memory=True)
+    assert rec.calls == 2 * (1 + 3) + 1 + 3  # timed (warmup + samples), then 1 + 3 tracked
+    assert all(seen == ((7,), {}) for seen in rec.seen)
+    assert m.memory is not None and m.memory.calls == 3
+
+
+def test_memory_calls_run_with_the_gc_setting_of_the_timed_ones() -> None:
+    seen: list[bool] = []
+    measure(lambda: seen.append(gc.isenabled()), loops=1, warmup=0, repeat=1, duration_s=None,
+            disable_gc=True, memory=True)
+    assert seen == [False] * 5  # 1 timed, 1 warmup, 3 tracked
+    assert gc.isenabled()
+
+
+@pytest.mark.parametrize("flag", [1, "yes", None])
+def test_memory_flag_must_be_a_bool(flag: Any) -> None:
+    rec = Recorder()
+    with pytest.raises(TypeError, match="memory must be True or False"):
+        measure(rec, memory=flag, **FAST)
+    with pytest.raises(TypeError, match="memory must be True or False"):
+        timeit("pass", memory=flag, **FAST)
+    assert rec.calls == 0  # checked before anything runs
+
+
+def test_timeit_statement_memory() -> None:
+    rec = Recorder()
+    glob = {"record": rec}
+    m = timeit("record(); b = bytearray(n)", setup="n = 40 * 2**20", globals=glob, loops=1,
+               warmup=0, repeat=3, duration_s=None, memory=True)
+    assert rec.calls == 3 + 1 + 3  # the statement runs once per tracked call
+    assert m.memory is not None and m.memory.python_peak_bytes is not None
+    # bytearray(n) is zero-filled: traced and resident.
+    assert all(40 * MiB <= v < 41 * MiB for v in m.memory.python_peak_bytes)
+    if m.memory.exact:
+        assert 0.95 * 40 * MiB <= m.memory.median_peak_increase_bytes <= 1.10 * 40 * MiB
+
+
+def test_timeit_callable_passes_memory_on() -> None:
+    rec = Recorder()
+    m = timeit(rec, loops=1, warmup=0, repeat=2, duration_s=None, memory=True)
+    assert rec.calls == 2 + 1 + 3
+    assert m.memory is not None
+
+
+def test_report_prints_the_memory_line() -> None:
+    from fastbench import report
+
+    m = measure(Recorder(), memory=True, **FAST)
+    assert m.memory is not None
+    lines = report.measurement_lines(m)
+    assert lines[4:4 + len(m.memory.lines())] == m.memory.lines()
+    assert lines[4].startswith("  memory per call (median of 3 tracked calls after 1 warmup, ")
+    assert not any("memory per call" in line
+                   for line in report.measurement_lines(measure(Recorder(), **FAST)))

@@ -13,6 +13,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .counters import SampleCounts
+from .memory import CallMemory
 from .stats import Summary, median_ci, summarize
 from .units import format_ns
 
@@ -63,6 +64,9 @@ class Measurement:
         clock fallback, a result within the noise of the call floor...). Reports print them.
     counters : SampleCounts or None
         Event counts per call when ``measure`` was given ``counters=[...]``.
+    memory : CallMemory or None
+        Peak memory per call (RSS increase, Python heap) when ``measure`` was given
+        ``memory=True``; tracked on separate calls after the timed samples.
     """
 
     samples_ns: NDArray[np.float64]
@@ -81,6 +85,7 @@ class Measurement:
     stop_reason: str = "repeat"
     warnings: tuple[str, ...] = ()
     counters: SampleCounts | None = None
+    memory: CallMemory | None = None
     _cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     # -- summary figures ------------------------------------------------------------------
@@ -174,6 +179,7 @@ class Measurement:
             "stop_reason": self.stop_reason,
             "warnings": list(self.warnings),
             "counters": None if self.counters is None else self.counters.to_dict(),
+            "memory": None if self.memory is None else self.memory.to_dict(),
         }
 
     @classmethod
@@ -214,6 +220,7 @@ class Measurement:
             stop_reason=stop_reason,
             warnings=tuple(str(w) for w in data.get("warnings", ())),
             counters=None if data.get("counters") is None else SampleCounts.from_dict(data["counters"]),
+            memory=None if data.get("memory") is None else CallMemory.from_dict(data["memory"]),
         )
 
     def __str__(self) -> str:

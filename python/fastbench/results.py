@@ -47,7 +47,9 @@ __all__ = [
 # 1 - first version: {"schema_version", "kind", "fastbench_version", "created", "machine",
 #     "data"}; kinds "measurement" (Measurement.to_dict) and "measurements" (an object
 #     mapping names to Measurement.to_dict).
-SCHEMA_VERSION = 1
+# 2 - a Measurement may carry "memory" (CallMemory.to_dict: peak RSS increase and Python
+#     heap peak per call, method); version-1 files still load, without memory.
+SCHEMA_VERSION = 2
 
 PathArg = Union[str, "os.PathLike[str]"]
 _T = TypeVar("_T")
@@ -510,7 +512,7 @@ class ResultsFile:
     fastbench_version : str
         The fastbench version that wrote it.
     schema_version : int
-        The file format version.
+        The file format version the file was written in (older ones are still read).
     """
 
     kind: str
@@ -528,14 +530,14 @@ def _parse_fastbench(path: PathArg, doc: Any) -> ResultsFile:
         if key not in doc:
             raise ResultsFileError(f"{path} is not a complete fastbench results file: no {key!r}")
     version = doc["schema_version"]
-    if type(version) is not int or version != SCHEMA_VERSION:
+    if type(version) is not int or not 1 <= version <= SCHEMA_VERSION:
         writer = doc.get("fastbench_version")
         by = f" (fastbench {writer})" if isinstance(writer, str) else ""
         newer = isinstance(version, int) and version > SCHEMA_VERSION
         hint = "; upgrade fastbench to read it" if newer else ""
         raise ResultsFileError(
             f"{path} was written by schema version {version!r}{by}; this fastbench reads "
-            f"version {SCHEMA_VERSION}{hint}"
+            f"versions 1 to {SCHEMA_VERSION}{hint}"
         )
     name = doc["kind"]
     kind = _KINDS.get(name) if isinstance(name, str) else None
@@ -555,7 +557,7 @@ def _parse_fastbench(path: PathArg, doc: Any) -> ResultsFile:
         machine=machine if isinstance(machine, dict) else {},
         created=str(doc.get("created", "")),
         fastbench_version=str(doc.get("fastbench_version", "")),
-        schema_version=SCHEMA_VERSION,
+        schema_version=version,
     )
 
 

@@ -25,6 +25,7 @@ from . import _core
 from .clocks import resolve_clock
 from .counters import CountersUnavailable, check_events, count_samples
 from .measurement import Measurement, measurement_warnings, relative_half_width
+from .memory import call_memory
 from .stats import median_ci
 
 __all__ = ["Measurement", "Timer", "measure", "timeit"]
@@ -40,6 +41,9 @@ DEFAULT_SAMPLE_S = 1e-4
 DEFAULT_DURATION_S = 1.0
 # With a precision target and no budget, sampling stops after this long all the same.
 DEFAULT_ADAPTIVE_BUDGET_S = 10.0
+# memory=True: untracked calls, then calls tracked one by one (median and max reported).
+MEMORY_WARMUP = 1
+MEMORY_CALLS = 3
 
 
 # -- argument checks ------------------------------------------------------------------------
@@ -113,6 +117,21 @@ def run_config(
         counters=None if counters is None else tuple(check_events(counters)),  # type: ignore[arg-type]
         counters_missing=_check_missing(counters_missing),
     )
+
+
+def _check_memory(value: object) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"memory must be True or False, got {type(value).__name__}")
+    return value
+
+
+def _with_memory(m: Measurement, fn: Callable[..., Any], args: tuple[Any, ...],
+                 kwargs: dict[str, Any], cfg: RunConfig) -> Measurement:
+    """``m`` with the peak memory per call of ``fn``, tracked after the timed samples (so
+    tracking never runs inside them), with the GC paused as it was for them."""
+    with gc_paused(cfg.disable_gc):
+        return replace(m, memory=call_memory(fn, args, kwargs, calls=MEMORY_CALLS,
+                                             warmup=MEMORY_WARMUP))
 
 
 def _check_missing(value: object) -> str:
@@ -343,6 +362,7 @@ def measure(
     name: str | None = None,
     counters: Sequence[str] | None = None,
     counters_missing: str = "raise",
+    memory: bool = False,
     **kwargs: Any,
 ) -> Measurement:
     """Time ``fn(*args, **kwargs)`` with the native loop.
@@ -396,6 +416,12 @@ def measure(
     counters_missing : {"raise", "skip"}
         An event that cannot be opened here raises ``CountersUnavailable`` naming it and
         the reason, or, with "skip", is listed in ``Measurement.counters.skipped``.
+    memory : bool
+        Also measure the peak memory of one call (``Measurement.memory``, a
+        ``fastbench.memory.CallMemory``): after the timed and counted samples, one
+        untracked call, then 3 calls each inside ``fastbench.memory.track()``; the peak RSS
+        increase (median and max over the 3) and the Python heap peak per call. Timed
+        samples never run under tracking.
 
     Returns
     -------
@@ -406,7 +432,8 @@ def measure(
     Raises
     ------
     TypeError
-        ``fn`` is not callable, or a count or duration has the wrong type.
+        ``fn`` is not callable, a count or duration has the wrong type, or ``memory`` is
+        not a bool.
     ValueError
         A count below its minimum, a non-finite or non-positive duration, a target outside
         (0, 1), an unknown clock.
@@ -421,7 +448,9 @@ def measure(
         raise TypeError(f"fn must be callable, got {type(fn).__name__}")
     cfg = run_config(warmup, min_time_s, repeat, loops, clock, disable_gc, max_time_s,
                      target_rel_ci, duration_s, counters, counters_missing)
-    return run_target(callable_target(fn, tuple(args), dict(kwargs), cfg.clock, name), cfg)
+    track_memory = _check_memory(memory)
+    m = run_target(callable_target(fn, tuple(args), dict(kwargs), cfg.clock, name), cfg)
+    return _with_memory(m, fn, tuple(args), dict(kwargs), cfg) if track_memory else m
 
 
 # -- statements -----------------------------------------------------------------------------
@@ -457,6 +486,33 @@ def _compile_inner(stmt: str, setup: str, glob: dict[str, Any], clock: str) -> A
     return local_ns["inner"]
 
 
+_STEPS_TEMPLATE = """\
+def steps():
+    {setup}
+    while True:
+        yield
+        {stmt}
+"""
+
+
+def _statement_calls(stmt: str, setup: str, glob: dict[str, Any]) -> Callable[[], None]:
+    """A callable running ``stmt`` once per call in the scope ``setup`` prepared, as the
+    timed inner loop does; ``setup`` runs once, before the first call."""
+    src = _STEPS_TEMPLATE.format(
+        setup=textwrap.indent(setup, " " * 4).strip() or "pass",
+        stmt=textwrap.indent(stmt, " " * 8).strip() or "pass",
+    )
+    local_ns: dict[str, Any] = {}
+    exec(compile(src, "<fastbench-memory>", "exec"), glob, local_ns)  # noqa: S102
+    steps = local_ns["steps"]()
+    next(steps)  # runs setup and stops before the first statement
+
+    def once() -> None:
+        next(steps)
+
+    return once
+
+
 def timeit(
     stmt: str | Callable[[], Any] = "pass",
     setup: str = "pass",
@@ -471,13 +527,16 @@ def timeit(
     disable_gc: bool = True,
     max_time_s: float | None = None,
     target_rel_ci: float | None = None,
+    memory: bool = False,
 ) -> Measurement:
     """Time a statement string like :func:`timeit.timeit`, with fastbench's clocks and stats.
 
     ``stmt`` is compiled into a ``for`` loop inside a function (as the stdlib does) that
     reads the native clock before and after the loop; ``setup`` runs once per sample,
     outside the timed region. The call floor is the same loop around ``pass``. A callable
-    ``stmt`` is timed with :func:`measure`. Other parameters are those of :func:`measure`.
+    ``stmt`` is timed with :func:`measure`. Other parameters are those of :func:`measure`;
+    with ``memory=True`` each tracked call runs ``stmt`` once, ``setup`` having run once
+    before them outside the tracked regions.
 
     Raises
     ------
@@ -488,12 +547,16 @@ def timeit(
         return measure(
             stmt, warmup=warmup, min_time_s=min_time_s, repeat=repeat, duration_s=duration_s,
             loops=loops, clock=clock, disable_gc=disable_gc, max_time_s=max_time_s,
-            target_rel_ci=target_rel_ci,
+            target_rel_ci=target_rel_ci, memory=memory,
         )
     cfg = run_config(warmup, min_time_s, repeat, loops, clock, disable_gc, max_time_s,
                      target_rel_ci, duration_s)
+    track_memory = _check_memory(memory)
     glob = {} if globals is None else globals
-    return run_target(statement_target(stmt, setup, glob, cfg.clock), cfg)
+    m = run_target(statement_target(stmt, setup, glob, cfg.clock), cfg)
+    if not track_memory:
+        return m
+    return _with_memory(m, _statement_calls(stmt, setup, glob), (), {}, cfg)
 
 
 class Timer:
