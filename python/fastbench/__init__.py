@@ -16,7 +16,8 @@ except ImportError as exc:  # pragma: no cover - exercised only on a broken inst
         "for development) from the source tree; this needs a C++17 compiler and CMake."
     ) from exc
 
-from . import counters, kernels, results, roofline, stats
+from . import counters, kernels, memory, results, roofline, stats
+from . import analysis  # after results: its result type registers a results-file kind
 from .clocks import ClockSpec, ClockTable, clocks
 from .compare import Comparison, compare, compare_measurements
 from .counters import CountersUnavailable
@@ -36,6 +37,7 @@ __all__ = [
     "ResultsFileError",
     "Timer",
     "__version__",
+    "analysis",
     "clocks",
     "compare",
     "compare_measurements",
@@ -44,6 +46,7 @@ __all__ = [
     "load",
     "load_any",
     "measure",
+    "memory",
     "results",
     "roofline",
     "save",

@@ -18,7 +18,8 @@ from .clocks import clocks
 from .compare import Comparison, compare, compare_measurements
 from .errors import FastbenchError
 from .measurement import Measurement
-from .report import clock_lines, comparison_lines, counter_lines, isa_lines, measurement_lines
+from .report import (analysis_placement_lines, clock_lines, comparison_lines, counter_lines,
+                     isa_lines, measurement_lines)
 from .results import load_any, save
 from .stat import stat_command
 from .timing import DEFAULT_DURATION_S, DEFAULT_SAMPLE_S, measure, timeit
@@ -203,6 +204,44 @@ def cmd_roofline(args: argparse.Namespace) -> int:
     return 0
 
 
+def _factory_kwargs(items: Sequence[str]) -> dict[str, object]:
+    """``KEY=VALUE`` pairs; values are Python literals where they parse as one, else strings."""
+    import ast
+
+    out: dict[str, object] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.isidentifier():
+            raise ValueError(f"--arg takes KEY=VALUE, got {item!r}")
+        try:
+            out[key] = ast.literal_eval(value)
+        except (ValueError, SyntaxError):
+            out[key] = value
+    return out
+
+
+def cmd_analyze(args: argparse.Namespace) -> int:
+    from .analysis import analyze, loading
+
+    factory = loading.resolve_factory(args.model)
+    model = loading.build_model(factory, args.device, _factory_kwargs(args.arg))
+    shapes = [loading.parse_shape(s) for s in args.input_shape]
+    inputs = loading.build_inputs(model, shapes, args.input_dtype, args.device, args.batch)
+    if args.eval:
+        model.eval()
+    a = analyze(model, *inputs, backward=args.backward, grad_mode=args.grad_mode)
+    _out(a.lines(max_depth=None if args.depth < 0 else args.depth))
+    if args.roofline:
+        roof = roofline.calibrate(quick=True)
+        _out(["", "Roofline placement (attainable speed from each module's FLOPs and bytes, "
+              f"{roof.threads} threads, DRAM bandwidth)"])
+        _out(analysis_placement_lines(a, roof, max_depth=1 if args.depth < 0 else args.depth))
+    if args.output:
+        save(a, args.output)
+        _out(f"saved to {args.output}")
+    return 0
+
+
 def cmd_tour(args: argparse.Namespace) -> int:
     lines = ["fastbench tour: what this machine offers and how fastbench measures it", ""]
     lines += info_lines()
@@ -310,6 +349,32 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--plot", help="write a log-log roofline plot (needs matplotlib)")
     p.add_argument("-o", "--output", help="save the roofline to this JSON file")
     p.set_defaults(func=cmd_roofline)
+
+    p = sub.add_parser(
+        "analyze", help="FLOPs, MACs, bytes, parameters and memory of a PyTorch model",
+        description="Build MODULE:FACTORY (e.g. fastbench.analysis.models:resnet50 or "
+        "./net.py:Net), run it once on the inputs and count every aten op per module. Needs "
+        "torch. --device meta analyses a large model without allocating it.")
+    p.add_argument("model", metavar="MODULE:FACTORY")
+    p.add_argument("--input-shape", action="append", default=[], metavar="SHAPE",
+                   help="an input's shape, e.g. 1,3,224,224 (repeat for several inputs; default: "
+                   "the factory's example_input)")
+    p.add_argument("--input-dtype", action="append", default=[], metavar="DTYPE",
+                   help="torch dtype of each input (default float32; int64 for token ids)")
+    p.add_argument("--batch", type=int, default=None,
+                   help="batch size of the factory's example input (default 1)")
+    p.add_argument("--arg", action="append", default=[], metavar="KEY=VALUE",
+                   help="keyword argument of the factory (repeatable), e.g. attention=explicit")
+    p.add_argument("--device", default="meta", help="device to build on (default meta)")
+    p.add_argument("--backward", action="store_true", help="also count the backward pass")
+    p.add_argument("--grad-mode", default="grad", choices=["grad", "no_grad", "inference_mode"])
+    p.add_argument("--eval", action="store_true", help="put the model in eval mode first")
+    p.add_argument("--depth", type=int, default=2,
+                   help="module depth shown in the table (default 2; -1 for all)")
+    p.add_argument("--roofline", action="store_true",
+                   help="place each module on this machine's roofline (a quick calibration, cached)")
+    p.add_argument("-o", "--output", help="save the analysis to this JSON file")
+    p.set_defaults(func=cmd_analyze)
 
     p = sub.add_parser(
         "stat", help="count events over a command, like perf stat",

@@ -15,6 +15,8 @@ from .stats import SampleComparison
 from .units import format_ns
 
 if TYPE_CHECKING:
+    from .analysis.model_analysis import ModelAnalysis
+    from .roofline import Roofline
     from .compare import Comparison
 
 _ISA = ("sse2", "sse4_2", "avx", "avx2", "fma", "avx512f")
@@ -119,6 +121,8 @@ def measurement_lines(m: Measurement) -> list[str]:
     )
     if m.counters is not None:
         lines += sample_counter_lines(m.counters)
+    if m.memory is not None:
+        lines += m.memory.lines()
     if m.stop_reason == "max_time_s":
         lines.append("  note: the time budget ended sampling before its goal")
     elif m.stop_reason == "target_rel_ci":
@@ -179,3 +183,20 @@ def _effect_parts(r: SampleComparison) -> list[str]:
 def _rel_ci(m: Measurement) -> str:
     rel = m.rel_ci
     return "n/a" if rel is None else f"± {rel * 100:.2f}%"
+
+
+def analysis_placement_lines(a: ModelAnalysis, roof: Roofline, max_depth: int | None = 1,
+                             level: str = "DRAM") -> list[str]:
+    """A model's modules under the roofline: FLOPs, bytes, intensity, attainable GFLOP/s, the
+    bound and the roofline's lower bound on the time."""
+    from .analysis.counts import format_count
+
+    rows = []
+    for p in a.place_on(roof, level=level, max_depth=max_depth):
+        rows.append((p.path or "(model)", p.type, format_count(p.flops), format_count(p.bytes, "B"),
+                     f"{p.intensity:.3g}", f"{p.attainable_gflops:,.1f}", p.bound,
+                     format_ns(p.min_time_s * 1e9)))
+    if not rows:
+        return ["  no module does arithmetic"]
+    return table(("module", "type", "FLOPs", "bytes", "FLOP/B", "GFLOP/s max", "bound",
+                  "time >="), rows)

@@ -1,0 +1,53 @@
+"""Model analysis: exact FLOPs/MACs, parameters, bytes moved and memory, from closed-form
+formulas (no framework needed) or by running a PyTorch model once.
+
+- ``formulas``: counts of single operations (linear, matmul, conv, attention, norms, ...).
+- ``layers``: describe a model as layer specs and analyse it without any framework.
+- ``analyze(model, *inputs)``: a PyTorch model counted at the aten level (needs torch).
+- ``models``: standard models written in plain PyTorch (needs torch; import it explicitly).
+
+Convention: ``counts.CONVENTION``. torch is imported only when ``analyze`` is first used.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import formulas, layers
+from .counts import CONVENTION, Cost, Count, dtype_bytes, format_count
+from .model_analysis import (Coverage, MemoryEstimate, ModelAnalysis, ModulePlacement, ModuleRow,
+                             Parameters, UncountedOp)
+
+__all__ = ["CONVENTION", "Cost", "Count", "Coverage", "MemoryEstimate", "ModelAnalysis",
+           "ModulePlacement", "ModuleRow", "Parameters", "TorchUnavailable", "UncountedOp",
+           "analyze", "dtype_bytes", "format_count", "formulas", "layers"]
+
+
+class TorchUnavailable(ImportError):
+    """PyTorch is needed for this and is not installed."""
+
+
+def _require_torch() -> None:
+    try:
+        import torch  # noqa: F401
+    except ImportError as e:
+        raise TorchUnavailable(
+            f"analysing a PyTorch model needs torch, which failed to import ({e}). Install a "
+            "CPU build with `pip install torch` (on machines where that resolves to a large "
+            "CUDA build, pick the CPU wheel explicitly), or describe the model with "
+            "fastbench.analysis.layers, which needs no framework.") from e
+
+
+def analyze(model: Any, *inputs: Any, backward: bool = False, grad_mode: str = "grad",
+            kwargs: Any = None) -> ModelAnalysis:
+    """Count a PyTorch model's FLOPs, MACs, bytes, parameters and memory; see
+    ``fastbench.analysis.torch_analyzer.analyze``.
+
+    Raises
+    ------
+    TorchUnavailable
+        torch is not installed (an ImportError).
+    """
+    _require_torch()
+    from .torch_analyzer import analyze as run
+    return run(model, *inputs, backward=backward, grad_mode=grad_mode, kwargs=kwargs)

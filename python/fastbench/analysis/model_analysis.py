@@ -1,0 +1,432 @@
+"""The result of analysing a model: totals, per-module rows, parameters by storage, a memory
+estimate and the coverage report, with its printed table, its plain-data form and its
+placement on a roofline.
+
+Plain data only: no torch here, so a saved analysis loads and prints where torch is absent.
+The analyzer that fills it in is ``torch_analyzer``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+from ..results import register_kind
+from .counts import CONVENTION, Count, format_count
+
+__all__ = ["Coverage", "MemoryEstimate", "ModelAnalysis", "ModulePlacement", "ModuleRow",
+           "Parameters", "UncountedOp"]
+
+Shape = tuple[int, ...]
+OPTIMIZERS = ("sgd", "momentum", "adam")
+# Optimizer state per trainable parameter element, in parameter-sized slots: plain SGD keeps
+# nothing, SGD with momentum one buffer, Adam and AdamW two (exp_avg, exp_avg_sq).
+_OPTIMIZER_SLOTS = {"sgd": 0, "momentum": 1, "adam": 2}
+
+
+def _shapes(data: Any) -> tuple[Shape, ...]:
+    return tuple(tuple(int(s) for s in shape) for shape in data)
+
+
+def _shape_text(shapes: Sequence[Shape]) -> str:
+    return ", ".join("x".join(str(s) for s in shape) or "scalar" for shape in shapes)
+
+
+def _bytes_text(n: float) -> str:
+    return format_count(n, "B")
+
+
+@dataclass(frozen=True)
+class ModuleRow:
+    """One module's share: counts include its children's (inclusive), ``params`` counts its
+    own and its children's unique elements; shapes are those of its first call."""
+
+    path: str                  # "" for the model itself, else e.g. "layer1.0.conv1"
+    type: str
+    calls: int
+    input_shapes: tuple[Shape, ...]
+    output_shapes: tuple[Shape, ...]
+    params: int
+    forward: Count
+    backward: Count = Count()
+
+    @property
+    def total(self) -> Count:
+        return self.forward + self.backward
+
+    @property
+    def depth(self) -> int:
+        return 0 if not self.path else self.path.count(".") + 1
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "type": self.type, "calls": self.calls,
+                "input_shapes": [list(s) for s in self.input_shapes],
+                "output_shapes": [list(s) for s in self.output_shapes],
+                "params": self.params, "forward": self.forward.to_dict(),
+                "backward": self.backward.to_dict()}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> ModuleRow:
+        return cls(str(d["path"]), str(d["type"]), int(d["calls"]), _shapes(d["input_shapes"]),
+                   _shapes(d["output_shapes"]), int(d["params"]), Count.from_dict(d["forward"]),
+                   Count.from_dict(d["backward"]))
+
+
+@dataclass(frozen=True)
+class UncountedOp:
+    """An aten op seen without a formula: how often, the shapes it produced, and whether it
+    produced floating-point results (and so may have done arithmetic the totals miss)."""
+
+    name: str
+    calls: int
+    output_shapes: tuple[Shape, ...]
+    floating: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "calls": self.calls, "floating": self.floating,
+                "output_shapes": [list(s) for s in self.output_shapes]}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> UncountedOp:
+        return cls(str(d["name"]), int(d["calls"]), _shapes(d["output_shapes"]),
+                   bool(d["floating"]))
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """Every op seen (name -> calls) and the ones without a formula."""
+
+    ops: dict[str, int]
+    uncounted: tuple[UncountedOp, ...] = ()
+
+    @property
+    def complete(self) -> bool:
+        """False when an op that may bear FLOPs went uncounted: the totals are then a floor."""
+        return not any(u.floating for u in self.uncounted)
+
+    def lines(self) -> list[str]:
+        if not self.uncounted:
+            return [f"  coverage: complete ({sum(self.ops.values())} op calls, "
+                    f"{len(self.ops)} distinct ops, every one counted)"]
+        out = [f"  coverage: {'complete' if self.complete else 'INCOMPLETE'}: "
+               f"{len(self.uncounted)} op(s) without a formula"
+               + ("" if self.complete else " produced floating-point results; the totals "
+                  "leave out whatever arithmetic they did")]
+        for u in self.uncounted:
+            shapes = _shape_text(u.output_shapes[:3]) + (", ..." if len(u.output_shapes) > 3 else "")
+            out.append(f"    aten.{u.name}: {u.calls} call{'s' if u.calls != 1 else ''}, "
+                       f"outputs {shapes or 'none'}{'' if u.floating else ' (not floating-point)'}")
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"complete": self.complete, "ops": dict(self.ops),
+                "uncounted": [u.to_dict() for u in self.uncounted]}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Coverage:
+        return cls({str(k): int(v) for k, v in dict(d["ops"]).items()},
+                   tuple(UncountedOp.from_dict(u) for u in d["uncounted"]))
+
+
+@dataclass(frozen=True)
+class Parameters:
+    """Parameters counted by underlying storage, so tied or shared weights count once.
+
+    ``tied`` lists groups of names that share storage; ``bytes_by_dtype`` covers the unique
+    parameter storage (buffers are separate).
+    """
+
+    total: int
+    trainable: int
+    frozen: int
+    buffers: int
+    bytes: int
+    buffer_bytes: int
+    bytes_by_dtype: dict[str, int]
+    tied: tuple[tuple[str, ...], ...] = ()
+    naive_total: int = 0       # summed over every name, tied weights counted each time
+
+    def lines(self) -> list[str]:
+        dtypes = ", ".join(f"{k} {_bytes_text(v)}" for k, v in self.bytes_by_dtype.items())
+        out = [f"  parameters: {self.total:,} ({self.trainable:,} trainable, {self.frozen:,} "
+               f"frozen), {_bytes_text(self.bytes)}" + (f" ({dtypes})" if dtypes else ""),
+               f"  buffers: {self.buffers:,} elements, {_bytes_text(self.buffer_bytes)}"]
+        for group in self.tied:
+            out.append(f"  tied (counted once): {' = '.join(group)}")
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"total": self.total, "trainable": self.trainable, "frozen": self.frozen,
+                "buffers": self.buffers, "bytes": self.bytes, "buffer_bytes": self.buffer_bytes,
+                "bytes_by_dtype": dict(self.bytes_by_dtype),
+                "tied": [list(g) for g in self.tied], "naive_total": self.naive_total}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Parameters:
+        return cls(int(d["total"]), int(d["trainable"]), int(d["frozen"]), int(d["buffers"]),
+                   int(d["bytes"]), int(d["buffer_bytes"]),
+                   {str(k): int(v) for k, v in dict(d["bytes_by_dtype"]).items()},
+                   tuple(tuple(str(n) for n in g) for g in d["tied"]), int(d["naive_total"]))
+
+
+@dataclass(frozen=True)
+class MemoryEstimate:
+    """Memory for inference and for one training step, in bytes.
+
+    ``activations_bytes`` are the tensors autograd saved for backward during the analysed
+    forward (unique storages, parameters excluded), measured from the graph;
+    ``inference_peak_bytes`` the most intermediate storage alive at once during the forward
+    (inputs and parameters excluded). Gradients take the trainable parameters' size; optimizer
+    state is per ``OPTIMIZERS`` (SGD none, momentum one slot, Adam/AdamW two), in the
+    parameters' dtype.
+    """
+
+    params_bytes: int
+    buffers_bytes: int
+    gradients_bytes: int
+    activations_bytes: int | None      # None when the forward saved nothing (no grad)
+    inference_peak_bytes: int
+    inputs_bytes: int
+
+    def optimizer_bytes(self, optimizer: str = "adam") -> int:
+        key = optimizer.lower().replace("adamw", "adam")
+        if key not in _OPTIMIZER_SLOTS:
+            raise ValueError(f"optimizer must be one of sgd, momentum, adam, adamw; got {optimizer!r}")
+        return _OPTIMIZER_SLOTS[key] * self.gradients_bytes
+
+    def training_bytes(self, optimizer: str = "adam") -> int | None:
+        """Parameters + buffers + gradients + optimizer state + saved activations + inputs."""
+        if self.activations_bytes is None:
+            return None
+        return (self.params_bytes + self.buffers_bytes + self.gradients_bytes
+                + self.optimizer_bytes(optimizer) + self.activations_bytes + self.inputs_bytes)
+
+    @property
+    def inference_bytes(self) -> int:
+        return self.params_bytes + self.buffers_bytes + self.inputs_bytes + self.inference_peak_bytes
+
+    def lines(self) -> list[str]:
+        out = [f"  memory, inference: {_bytes_text(self.inference_bytes)} = parameters "
+               f"{_bytes_text(self.params_bytes)} + buffers {_bytes_text(self.buffers_bytes)} + "
+               f"inputs {_bytes_text(self.inputs_bytes)} + peak intermediates "
+               f"{_bytes_text(self.inference_peak_bytes)}"]
+        if self.activations_bytes is None:
+            out.append("  memory, training: not estimated (the forward saved no tensors for "
+                       "backward: no trainable parameters or gradients disabled)")
+            return out
+        for opt in OPTIMIZERS:
+            total = self.training_bytes(opt)
+            out.append(f"  memory, training with {opt:<8}: {_bytes_text(total or 0)} = parameters + "
+                       f"gradients {_bytes_text(self.gradients_bytes)} + optimizer "
+                       f"{_bytes_text(self.optimizer_bytes(opt))} + saved activations "
+                       f"{_bytes_text(self.activations_bytes)} + buffers and inputs")
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "params_bytes": self.params_bytes, "buffers_bytes": self.buffers_bytes,
+            "gradients_bytes": self.gradients_bytes, "activations_bytes": self.activations_bytes,
+            "inference_peak_bytes": self.inference_peak_bytes, "inputs_bytes": self.inputs_bytes,
+            "inference_bytes": self.inference_bytes}
+        d["training_bytes"] = {opt: self.training_bytes(opt) for opt in OPTIMIZERS}
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> MemoryEstimate:
+        act = d["activations_bytes"]
+        return cls(int(d["params_bytes"]), int(d["buffers_bytes"]), int(d["gradients_bytes"]),
+                   None if act is None else int(act), int(d["inference_peak_bytes"]),
+                   int(d["inputs_bytes"]))
+
+
+@dataclass(frozen=True)
+class ModulePlacement:
+    """A module under the roofline: the fastest it could run and what binds it."""
+
+    path: str
+    type: str
+    flops: int
+    bytes: int
+    intensity: float
+    attainable_gflops: float
+    bound: str                 # "memory-bound" or "compute-bound"
+    min_time_s: float          # flops / attainable: the roofline's lower bound on its time
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "type": self.type, "flops": self.flops, "bytes": self.bytes,
+                "intensity": self.intensity if math.isfinite(self.intensity) else None,
+                "attainable_gflops": self.attainable_gflops, "bound": self.bound,
+                "min_time_s": self.min_time_s}
+
+
+@dataclass(frozen=True)
+class ModelAnalysis:
+    """FLOPs, MACs, bytes, parameters and memory of a model, per module.
+
+    ``macs``, ``flops``, ``elementwise_flops`` and ``bytes`` are totals over every pass
+    analysed (the forward, plus the backward when it was asked for); ``forward`` and
+    ``backward`` hold each pass. ``params`` counts unique parameter elements (tied weights
+    once). ``complete`` is False when an op that may bear FLOPs had no formula; ``coverage``
+    names it. The convention is ``counts.CONVENTION``.
+    """
+
+    model: str
+    inputs: tuple[tuple[Shape, str], ...]     # (shape, dtype) of each input tensor
+    device: str
+    grad_mode: str                            # "grad", "no_grad" or "inference_mode"
+    forward: Count
+    backward: Count | None
+    parameters: Parameters
+    memory: MemoryEstimate
+    modules: tuple[ModuleRow, ...]
+    coverage: Coverage
+    notes: tuple[str, ...] = ()
+    convention: str = CONVENTION
+
+    # -- totals ------------------------------------------------------------------------
+    @property
+    def total(self) -> Count:
+        return self.forward + self.backward if self.backward is not None else self.forward
+
+    @property
+    def macs(self) -> int:
+        return self.total.macs
+
+    @property
+    def flops(self) -> int:
+        return self.total.flops
+
+    @property
+    def elementwise_flops(self) -> int:
+        return self.total.elementwise_flops
+
+    @property
+    def bytes(self) -> int:
+        return self.total.bytes
+
+    @property
+    def intensity(self) -> float:
+        return self.total.intensity
+
+    @property
+    def params(self) -> int:
+        return self.parameters.total
+
+    @property
+    def complete(self) -> bool:
+        return self.coverage.complete
+
+    def module(self, path: str) -> ModuleRow:
+        """The row of the module at ``path`` ("" is the model)."""
+        for row in self.modules:
+            if row.path == path:
+                return row
+        raise KeyError(f"no module {path!r} in the analysis of {self.model}")
+
+    # -- roofline ------------------------------------------------------------------------
+    def place_on(self, roofline: Any, *, dtype: str | None = None, level: str = "DRAM",
+                 max_depth: int | None = None) -> list[ModulePlacement]:
+        """Each module's attainable speed on ``roofline`` (a ``fastbench.roofline.Roofline``)
+        and whether memory or compute bounds it, from its FLOPs and bytes (all passes
+        analysed). ``dtype`` picks the compute ceiling (default: the first input's floating
+        dtype, else float32); ``level`` the memory ceiling. Modules doing no arithmetic are
+        left out."""
+        if dtype is None:
+            dtype = next((dt for _, dt in self.inputs if dt.startswith("float")), "float32")
+            if dtype not in ("float32", "float64"):
+                dtype = "float32"
+        ridge = roofline.ridge_points(dtype)[level] if level in roofline.memory else None
+        if ridge is None:
+            raise ValueError(f"level must be one of {', '.join(roofline.memory)}, got {level!r}")
+        out = []
+        for row in self.modules:
+            if max_depth is not None and row.depth > max_depth:
+                continue
+            c = row.total
+            if c.flops == 0 or c.bytes == 0:
+                continue
+            attainable = float(roofline.attainable(c.intensity, dtype, level))
+            out.append(ModulePlacement(row.path, row.type, c.flops, c.bytes, c.intensity,
+                                       attainable,
+                                       "memory-bound" if c.intensity < ridge else "compute-bound",
+                                       c.flops / (attainable * 1e9)))
+        return out
+
+    # -- output --------------------------------------------------------------------------
+    def lines(self, max_depth: int | None = 2) -> list[str]:
+        """Totals, the per-module table down to ``max_depth`` (None: every module), the
+        parameters, the memory estimate and the coverage report."""
+        inputs = ", ".join(f"{'x'.join(map(str, s))} {dt}" for s, dt in self.inputs)
+        passes = "forward + backward" if self.backward is not None else "forward"
+        out = [f"  {self.model} on {self.device}, inputs {inputs or 'none'}, {passes} "
+               f"({self.grad_mode})",
+               f"  total: {format_count(self.flops, 'FLOPs')} = 2 x {format_count(self.macs, 'MACs')}"
+               f" + {format_count(self.elementwise_flops, 'FLOPs')} elementwise; "
+               f"{format_count(self.bytes, 'B')} moved, {self.intensity:.3g} FLOP/B"]
+        if self.backward is not None:
+            out.append(f"  forward:  {self.forward}")
+            out.append(f"  backward: {self.backward}")
+        if not self.complete:
+            out.append("  INCOMPLETE: some ops had no formula; see coverage below")
+        out.append(f"  ({self.convention})")
+        total_flops = self.flops or 1
+        header = ("module", "type", "input", "output", "params", "MACs", "FLOPs", "bytes",
+                  "FLOP/B", "%")
+        rows = []
+        for row in self.modules:
+            if max_depth is not None and row.depth > max_depth:
+                continue
+            c = row.total
+            name = ("  " * row.depth + (row.path.rsplit(".", 1)[-1] if row.path else "(model)"))
+            rows.append((name, row.type, _shape_text(row.input_shapes[:1]),
+                         _shape_text(row.output_shapes[:1]), format_count(row.params),
+                         format_count(c.macs), format_count(c.flops), format_count(c.bytes, "B"),
+                         f"{c.intensity:.3g}" if c.bytes else "-",
+                         f"{100 * c.flops / total_flops:.1f}"))
+        widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+        left = {0, 1, 2, 3}
+        for r in [header, *rows]:
+            out.append("  " + "  ".join(str(v).ljust(w) if i in left else str(v).rjust(w)
+                                        for i, (v, w) in enumerate(zip(r, widths))))
+        out += self.parameters.lines()
+        out += self.memory.lines()
+        out += self.coverage.lines()
+        out += [f"  note: {n}" for n in self.notes]
+        return out
+
+    def __str__(self) -> str:
+        return "\n".join(self.lines())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.model, "device": self.device, "grad_mode": self.grad_mode,
+            "inputs": [{"shape": list(s), "dtype": dt} for s, dt in self.inputs],
+            "convention": self.convention, "complete": self.complete,
+            "macs": self.macs, "flops": self.flops, "elementwise_flops": self.elementwise_flops,
+            "bytes": self.bytes, "params": self.params,
+            "forward": self.forward.to_dict(),
+            "backward": None if self.backward is None else self.backward.to_dict(),
+            "parameters": self.parameters.to_dict(), "memory": self.memory.to_dict(),
+            "modules": [r.to_dict() for r in self.modules], "coverage": self.coverage.to_dict(),
+            "notes": list(self.notes),
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> ModelAnalysis:
+        try:
+            bwd = d["backward"]
+            return cls(
+                str(d["model"]), tuple((tuple(int(s) for s in i["shape"]), str(i["dtype"]))
+                                       for i in d["inputs"]),
+                str(d["device"]), str(d["grad_mode"]), Count.from_dict(d["forward"]),
+                None if bwd is None else Count.from_dict(bwd),
+                Parameters.from_dict(d["parameters"]), MemoryEstimate.from_dict(d["memory"]),
+                tuple(ModuleRow.from_dict(r) for r in d["modules"]),
+                Coverage.from_dict(d["coverage"]), tuple(str(n) for n in d.get("notes", [])),
+                str(d.get("convention", CONVENTION)))
+        except (KeyError, TypeError, ValueError) as e:
+            raise ValueError(f"not a model analysis: {e!r}") from e
+
+
+register_kind("model_analysis", ModelAnalysis, ModelAnalysis.to_dict, ModelAnalysis.from_dict)
