@@ -110,6 +110,17 @@ def test_tour_runs_and_writes_its_report(tmp_path: Path) -> None:
     m = re.search(r"net error ([+-]\d+\.\d+)%", report)
     assert m is not None
     assert abs(float(m.group(1))) < 25.0  # generous: the tour runs on any machine
+    # The analysis section: the three small models from layer specs (without torch too), and
+    # the memory tracker seeing its 64 MiB.
+    for name in ("mlp", "small_cnn", "transformer_block", "669,706 params"):
+        assert name in report, name
+    assert re.search(r"peak RSS .*\+6[34]\.\d MiB", report), report[-2000:]
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        assert "PyTorch is not installed" in report
+    else:
+        assert report.count("MACs and params equal") == 3
 
 
 # -- timeit -o and compare ---------------------------------------------------------------------
@@ -307,3 +318,47 @@ def test_info_lists_event_counters_with_reasons() -> None:
     for a in table:
         if not a.available:
             assert f"unavailable ({a.reason}):" in r.stdout
+
+
+# -- analyze -----------------------------------------------------------------------------------
+def test_analyze_a_zoo_model_on_meta(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    out = tmp_path / "r18.json"
+    r = run("analyze", "fastbench.analysis.models:resnet18", "--depth", "1", "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    assert "11,689,512" in r.stdout and "1.81 GMACs" in r.stdout
+    assert "layer4" in r.stdout and "coverage: complete" in r.stdout
+    a = fastbench.load(out)
+    assert a.params == 11_689_512 and a.macs == 1_814_073_344
+
+
+def test_analyze_a_model_file_with_arguments_and_shapes(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    src = tmp_path / "net.py"
+    src.write_text(
+        "import torch\n"
+        "def build(width=8):\n"
+        "    return torch.nn.Sequential(torch.nn.Linear(4, width), torch.nn.ReLU(),\n"
+        "                               torch.nn.Linear(width, 2))\n", encoding="utf-8")
+    r = run("analyze", f"{src}:build", "--arg", "width=16", "--input-shape", "3,4",
+            "--backward", "--device", "cpu")
+    assert r.returncode == 0, r.stderr
+    params = 4 * 16 + 16 + 16 * 2 + 2
+    assert f"{params:,}" in r.stdout
+    # forward 3x4x16 + 3x16x2; backward: the second layer's input and weight gradients, the
+    # first layer's weight gradient only (the input needs none).
+    fwd = 3 * 4 * 16 + 3 * 16 * 2
+    assert f"{fwd + 2 * 3 * 16 * 2 + 3 * 4 * 16} MACs" in r.stdout.replace(",", ""), r.stdout
+
+
+@pytest.mark.parametrize("args, message", [
+    (("analyze", "no_colon"), "MODULE:FACTORY"),
+    (("analyze", "fastbench.analysis.models:nope"), "no attribute 'nope'"),
+    (("analyze", "fastbench.analysis.models:mlp", "--input-shape", "3,-1"), "positive integers"),
+    (("analyze", "fastbench.analysis.models:mlp", "--arg", "oops"), "KEY=VALUE"),
+])
+def test_analyze_errors_are_one_line(args: tuple[str, ...], message: str) -> None:
+    pytest.importorskip("torch")
+    r = run(*args)
+    assert r.returncode == 1
+    assert message in _one_error_line(r)

@@ -325,3 +325,28 @@ def test_torch_absent_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "torch", None)
     with pytest.raises(TorchUnavailable, match="needs torch"):
         analyze(object(), object())
+
+
+# -- the framework-free description counts alike ---------------------------------------------------
+@pytest.mark.parametrize("name", ["mlp", "small_cnn", "transformer_block"])
+def test_layer_specs_and_torch_count_alike(name: str) -> None:
+    """Two independent routes, closed-form layer formulas and the aten ops PyTorch runs: the
+    same parameters and MACs forward and backward, the same forward FLOPs in eval mode, and
+    backward FLOPs within 0.1% (the autograd engine's gradient sums at branch points and
+    batch norm's step counter are aten ops the layer formulas leave out)."""
+    from fastbench.analysis import specs
+    from fastbench.analysis.layers import analyze_layers
+
+    spec, shape = specs.SPECS[name](2)
+    model = getattr(models, name)()
+    x = torch.randn(shape)
+    inference = analyze(model.eval(), x)
+    described = analyze_layers(spec, shape)
+    assert inference.params == described.params
+    assert inference.macs == described.macs
+    assert inference.flops == described.flops
+    step = analyze(model.train(), x, backward=True)
+    described = analyze_layers(spec, shape, backward=True)
+    assert step.backward is not None
+    assert step.macs == described.macs and step.backward.macs == described.backward.macs
+    assert step.backward.flops == pytest.approx(described.backward.flops, rel=1e-3)

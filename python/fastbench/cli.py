@@ -23,6 +23,7 @@ from .report import (analysis_placement_lines, clock_lines, comparison_lines, co
 from .results import load_any, save
 from .stat import stat_command
 from .timing import DEFAULT_DURATION_S, DEFAULT_SAMPLE_S, measure, timeit
+from .units import format_ns
 
 # Exit status of `stat` when the command does not exist (the shell's convention)
 EXIT_NOT_FOUND = 127
@@ -168,6 +169,59 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def _tour_analysis(roof: roofline.Roofline, batch: int = 8) -> list[str]:
+    """The three small models counted from layer specs (no framework), placed on the
+    roofline; with torch, the same models counted again from their aten ops; a region's peak
+    memory."""
+    import numpy as np
+
+    from . import memory
+    from .analysis import format_count, specs
+    from .analysis.layers import analyze_layers
+
+    lines = [f"- layer specs (no framework), batch {batch}, one training step; roofline bound "
+             "from the step's FLOPs and bytes (float32, DRAM):"]
+    steps = {}
+    for name, build in specs.SPECS.items():
+        spec, shape = build(batch)
+        la = analyze_layers(spec, shape, backward=True)
+        steps[name] = la
+        c = la.total
+        attainable = roof.attainable(c.intensity, "float32", "DRAM")
+        bound = "memory-bound" if c.intensity < roof.ridge_points("float32")["DRAM"] else "compute-bound"
+        lines.append(f"  {name:<18} {la.params:>9,} params  {format_count(c.macs, 'MACs'):>12}  "
+                     f"{format_count(c.flops, 'FLOPs'):>12}  {format_count(c.bytes, 'B'):>10}  "
+                     f"{c.intensity:6.1f} FLOP/B  >= {format_ns(c.flops / attainable)} ({bound})")
+    lines += ["- the transformer block, layer by layer:"]
+    lines += ["  " + line for line in steps["transformer_block"].lines()]
+    try:
+        import torch
+    except ImportError:
+        lines.append("- PyTorch is not installed: with it, fastbench.analysis.analyze and "
+                     "`fastbench analyze` count any nn.Module from the aten ops it runs")
+    else:
+        from .analysis import analyze, models
+
+        lines.append("- the same models in PyTorch, counted from the aten ops they run "
+                     "(fastbench.analysis.analyze, forward + backward):")
+        for name, la in steps.items():
+            model = getattr(models, name)()
+            a = analyze(model, *model.example_input(batch), backward=True)
+            same = "equal" if a.macs == la.macs and a.params == la.params else "DIFFERENT"
+            lines.append(f"  {name:<18} {a.params:>9,} params  {format_count(a.macs, 'MACs'):>12}  "
+                         f"{format_count(a.flops, 'FLOPs'):>12}  MACs and params {same}; "
+                         f"{sum(a.coverage.ops.values())} aten calls, "
+                         f"{'complete' if a.complete else 'INCOMPLETE'}")
+        del torch
+    with memory.track() as m:
+        block = np.ones(64 << 17)          # 64 MiB of float64, touched
+        m.snapshot("allocated")
+        del block
+    lines.append("- fastbench.memory.track() around allocating and freeing 64 MiB of numpy:")
+    lines += ["  " + line for line in m.lines()]
+    return lines
+
+
 def _tour_workloads() -> list[tuple[str, Callable[[], object]]]:
     data = list(range(1000, 0, -1))
     return [("sorted(1000 ints)", lambda: sorted(data)), ("sum(range(1000))", lambda: sum(range(1000)))]
@@ -277,6 +331,12 @@ def cmd_tour(args: argparse.Namespace) -> int:
     placed = roof.lines() + _tour_placements(roof)
     _out(placed)
     timed += block + placed
+    block = ["", "Model analysis (fastbench.analysis: FLOPs, MACs, bytes, parameters; "
+             "fastbench.memory: peak memory)"]
+    _out(block)
+    analysed = _tour_analysis(roof)
+    _out(analysed)
+    timed += block + analysed
     if args.output:
         with open(args.output, "w", encoding="utf-8") as fh:
             fh.write("\n".join(lines + timed) + "\n")
