@@ -271,7 +271,7 @@ def test_shape_errors_name_the_path_and_both_shapes() -> None:
 
 
 @pytest.mark.parametrize("build, exc, match", [
-    (lambda: Linear(0, 3), ValueError, "Linear: in_features must be >= 1, got 0"),
+    (lambda: Linear(0, 3), ValueError, "Linear: in_features must be positive, got 0"),
     (lambda: Linear(3, 2.0), TypeError, "out_features"),
     (lambda: Linear(3, 2, bias=None), TypeError, "bias"),
     (lambda: Conv2d(3, 8, 3, groups=2), ValueError, "groups=2 must divide in_channels=3"),
@@ -290,7 +290,7 @@ def test_shape_errors_name_the_path_and_both_shapes() -> None:
     (lambda: AdaptiveAvgPool2d((1, 2, 3)), ValueError, "output_size"),
     (lambda: AdaptiveAvgPool2d(0), ValueError, "output_size"),
     (lambda: Embedding(10, 0), ValueError, "embedding_dim"),
-    (lambda: Repeat(0, ReLU()), ValueError, "Repeat: n must be >= 1"),
+    (lambda: Repeat(0, ReLU()), ValueError, "Repeat: n must be positive"),
     (lambda: Repeat(2, "relu"), TypeError, "layer spec"),
     (lambda: Sequential(ReLU(), "relu"), TypeError, "item 1"),
     (lambda: Sequential(("a", ReLU()), ("a", ReLU())), ValueError, "duplicate layer name 'a'"),

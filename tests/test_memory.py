@@ -524,7 +524,7 @@ def test_call_memory_propagates_exceptions() -> None:
 
 @pytest.mark.parametrize(("fn", "kwargs", "error", "message"), [
     (42, {}, TypeError, "fn must be callable, got int"),
-    (print, {"calls": 0}, ValueError, "calls must be >= 1, got 0"),
+    (print, {"calls": 0}, ValueError, "calls must be positive, got 0"),
     (print, {"calls": 1.5}, TypeError, "calls must be an int, got float"),
     (print, {"warmup": -1}, ValueError, "warmup must be >= 0, got -1"),
     (print, {"warmup": True}, TypeError, "warmup must be an int, got bool"),

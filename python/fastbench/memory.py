@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import gc
 import math
-import operator
 import os
 import statistics
 import sys
@@ -24,6 +23,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import psutil
 
+from ._checks import check_int
 from .sysinfo import format_bytes
 
 __all__ = [
@@ -96,15 +96,7 @@ def _optional(value: int | None, sign: bool = False) -> str:
 
 # -- checks -----------------------------------------------------------------------------------
 def _int(name: str, value: Any, minimum: int | None = None) -> int:
-    if isinstance(value, bool):
-        raise TypeError(f"{name} must be an int, got bool")
-    try:
-        value = operator.index(value)
-    except TypeError:
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}") from None
-    if minimum is not None and value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
-    return int(value)
+    return check_int(name, value, minimum)
 
 
 def _optional_int(name: str, value: Any) -> int | None:

@@ -12,9 +12,10 @@ width.
 from __future__ import annotations
 
 import math
-import operator
 from dataclasses import dataclass, fields
 from typing import Any, Mapping
+
+from .._checks import check_int
 
 __all__ = ["CONVENTION", "Cost", "Count", "dtype_bytes", "format_count"]
 
@@ -72,15 +73,7 @@ def format_count(value: float, unit: str = "", digits: int = 3) -> str:
 
 
 def _check_nonnegative_int(name: str, value: Any) -> int:
-    if isinstance(value, bool):
-        raise TypeError(f"{name} must be an int, got bool")
-    try:
-        value = operator.index(value)     # ints and numpy integers, never floats
-    except TypeError:
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}") from None
-    if value < 0:
-        raise ValueError(f"{name} must be >= 0, got {value}")
-    return int(value)
+    return check_int(name, value, 0)
 
 
 @dataclass(frozen=True)

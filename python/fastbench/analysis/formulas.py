@@ -20,11 +20,11 @@ Conventions (see also ``counts.CONVENTION``):
 from __future__ import annotations
 
 import math
-import operator
 import string
 from types import MappingProxyType
 from typing import Any, Mapping, Sequence
 
+from .._checks import check_int
 from .counts import Cost, Count, dtype_bytes
 
 __all__ = [
@@ -161,16 +161,7 @@ Shape = Sequence[int]
 
 # -- validation ---------------------------------------------------------------------------
 def _int(name: str, value: Any, minimum: int = 1) -> int:
-    if isinstance(value, bool):
-        raise TypeError(f"{name} must be an int, got bool {value!r}")
-    try:
-        v = operator.index(value)
-    except TypeError:
-        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}") from None
-    if v < minimum:
-        what = "positive" if minimum == 1 else f">= {minimum}"
-        raise ValueError(f"{name} must be {what}, got {v}")
-    return int(v)
+    return check_int(name, value, minimum)
 
 
 def _flag(name: str, value: Any) -> bool:

@@ -13,6 +13,7 @@ import operator
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Iterator, Sequence
 
+from .._checks import check_int
 from . import formulas
 from .counts import CONVENTION, Cost, Count, format_count
 
@@ -30,16 +31,7 @@ Shape = tuple[int, ...]
 
 
 def _int(owner: str, name: str, value: Any, minimum: int = 1) -> int:
-    if isinstance(value, bool):
-        raise TypeError(f"{owner}: {name} must be an int, got bool {value!r}")
-    try:
-        v = operator.index(value)
-    except TypeError:
-        raise TypeError(f"{owner}: {name} must be an int, got {type(value).__name__} "
-                        f"{value!r}") from None
-    if v < minimum:
-        raise ValueError(f"{owner}: {name} must be >= {minimum}, got {v}")
-    return int(v)
+    return check_int(f"{owner}: {name}", value, minimum)
 
 
 def _flag(owner: str, name: str, value: Any) -> bool:

@@ -27,12 +27,13 @@ initialisation, which changes no count, shape or cost.
 from __future__ import annotations
 
 import math
-import operator
 from typing import Any, Callable, Sequence, TypeVar
 
 import torch
 from torch import nn
 from torch.nn import functional as F
+
+from .._checks import check_int
 
 __all__ = [
     "ATTENTION_MODES", "MODELS", "copy_weights", "resnet18", "resnet50", "mobilenet_v2",
@@ -49,15 +50,7 @@ _Factory = TypeVar("_Factory", bound=Callable[..., Any])
 # -- argument checks ----------------------------------------------------------------------
 
 def _positive_int(name: str, value: Any) -> int:
-    if isinstance(value, bool):
-        raise TypeError(f"{name} must be an int, got bool")
-    try:
-        value = operator.index(value)
-    except TypeError:
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}") from None
-    if value <= 0:
-        raise ValueError(f"{name} must be >= 1, got {value}")
-    return int(value)
+    return check_int(name, value, 1)
 
 
 def _probability(name: str, value: Any) -> float:
