@@ -1,7 +1,7 @@
 """fastbench GEMM against numpy's matmul (OpenBLAS here), float32 and float64, interleaved.
 
 For each shape and thread count the two run in alternating blocks of calls (three each,
-after a warm call), and the ratio is of median times: > 1 means fastbench is faster. numpy's BLAS
+each block after a 0.5 s pause and an untimed call), and the ratio is of median times: > 1 means fastbench is faster. numpy's BLAS
 reads its thread count (OPENBLAS_NUM_THREADS) when it loads, so each thread count runs in
 a child process of this script with the variable set. The FMA peak measured by
 fastbench.kernels.peak_flops gives the "% of peak" column.
@@ -35,6 +35,18 @@ def _timed(fn: Callable[[], object], calls: int) -> list[float]:
     return out
 
 
+def _block(fn: Callable[[], object], calls: int) -> list[float]:
+    """A block of timed calls after a pause and one untimed call, the same for both sides.
+
+    The pause lets OpenBLAS's idle workers stop spinning (they spin for 0.1-0.2 s after a
+    call, OPENBLAS_THREAD_TIMEOUT, and would take a core from the other side's threads); the
+    untimed call wakes the side's own threads and idle vCPUs, which the pause sent to sleep.
+    """
+    time.sleep(0.5)
+    fn()
+    return _timed(fn, calls)
+
+
 def run(threads: int) -> None:
     import numpy as np
 
@@ -57,12 +69,9 @@ def run(threads: int) -> None:
             fb: list[float] = []
             npy: list[float] = []
             calls = _rounds(m, n, k)
-            for _ in range(3):  # alternating blocks
-                npy += _timed(lambda: np.matmul(a, b, out=out2), calls)
-                # OpenBLAS's idle workers spin for a while after a call (OPENBLAS_THREAD_TIMEOUT)
-                # (about 0.1-0.2 s here) and would take a core from fastbench's threads: let them sleep.
-                time.sleep(0.5)
-                fb += _timed(lambda: kernels.gemm(a, b, out, threads=threads), calls)
+            for _ in range(3):  # alternating blocks, each after the same pause and warm call
+                npy += _block(lambda: np.matmul(a, b, out=out2), calls)
+                fb += _block(lambda: kernels.gemm(a, b, out, threads=threads), calls)
             flops = 2.0 * m * n * k
             g_fb = flops / statistics.median(fb) / 1e9
             g_np = flops / statistics.median(npy) / 1e9
