@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import io
 import statistics
+import time
 import timeit as _timeit
 from typing import Any, Callable
 
@@ -45,3 +46,31 @@ def pyperf_note() -> str:
     except ImportError:
         return "pyperf not installed (pip install pyperf): its column is skipped"
     return f"pyperf {pyperf.__version__} worker loop, in this process"
+
+
+def alternating_blocks(fns: dict[str, Callable[[], Any]], blocks: int = 3, block_s: float = 0.1,
+                       pause_s: float = 0.5) -> dict[str, list[float]]:
+    """Per-call seconds of each callable, timed in alternating blocks that are alike for all.
+
+    Every block starts after a ``pause_s`` pause and one untimed call, and times calls for
+    about ``block_s`` (at least 2, the count fixed per callable from a first call). The pause
+    lets OpenBLAS's idle workers stop spinning (they spin 0.1-0.2 s after a call,
+    OPENBLAS_THREAD_TIMEOUT, and would take a core from the other side's threads); the untimed
+    call wakes the side's own threads and the vCPUs the pause put to sleep; blocks of ~0.1 s
+    time the work rather than how fast a vCPU wakes.
+    """
+    calls = {}
+    for name, fn in fns.items():
+        t0 = time.perf_counter()
+        fn()
+        calls[name] = max(2, int(block_s / max(time.perf_counter() - t0, 1e-6)))
+    times: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(blocks):
+        for name, fn in fns.items():
+            time.sleep(pause_s)
+            fn()
+            for _ in range(calls[name]):
+                t0 = time.perf_counter()
+                fn()
+                times[name].append(time.perf_counter() - t0)
+    return times

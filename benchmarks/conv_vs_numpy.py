@@ -1,5 +1,6 @@
 """fastbench conv2d (im2col and direct) against an im2col + numpy matmul (OpenBLAS) reference
-on ResNet-like shapes, float32, all cores, in alternating blocks of calls; ratio = reference
+on ResNet-like shapes, float32, all cores, in alternating blocks of calls (each after the same
+pause and untimed call, about 0.1 s long; see _anchors.alternating_blocks); ratio = reference
 time / fastbench time (> 1: fastbench faster). Target >= 1.0x.
 Run on a quiet machine: python benchmarks/conv_vs_numpy.py
 """
@@ -7,12 +8,13 @@ Run on a quiet machine: python benchmarks/conv_vs_numpy.py
 from __future__ import annotations
 
 import statistics
-import time
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from fastbench import kernels
+
+from _anchors import alternating_blocks
 
 # (n, c_in, h, w), (c_out, kh, kw), stride, padding, groups
 SHAPES = [
@@ -58,17 +60,7 @@ def main() -> None:
             got = runs[name]()
             err = np.abs(got - want).max() / (np.abs(want).max() + 1)
             assert err < 1e-3, (name, err)
-        times: dict[str, list[float]] = {k: [] for k in runs}
-        for _ in range(3):  # alternating blocks of 3 calls each
-            for name, fn in runs.items():
-                for _ in range(3):
-                    t0 = time.perf_counter()
-                    fn()
-                    times[name].append(time.perf_counter() - t0)
-                if name == "numpy":
-                    # OpenBLAS's idle workers spin for 0.1-0.2 s after a call and would take
-                    # a core from fastbench's threads: let them sleep first.
-                    time.sleep(0.5)
+        times = alternating_blocks(runs)
         med = {k: statistics.median(v) * 1e3 for k, v in times.items()}
         best = min(med["im2col"], med["direct"])
         label = f"{n}x{c}x{h}x{wd} -> {co} {kh}x{kw} s{stride} p{pad}" + (f" g{groups}" if groups > 1 else "")

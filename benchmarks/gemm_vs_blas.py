@@ -1,8 +1,9 @@
 """fastbench GEMM against numpy's matmul (OpenBLAS here), float32 and float64, interleaved.
 
 For each shape and thread count the two run in alternating blocks of calls (three each,
-each block after a 0.5 s pause and an untimed call), and the ratio is of median times: > 1 means fastbench is faster. numpy's BLAS
-reads its thread count (OPENBLAS_NUM_THREADS) when it loads, so each thread count runs in
+each after the same pause and untimed call, about 0.1 s long; see
+_anchors.alternating_blocks), and the ratio is of median times: > 1 means fastbench is
+faster. numpy's BLAS reads its thread count (OPENBLAS_NUM_THREADS) when it loads, so each thread count runs in
 a child process of this script with the variable set. The FMA peak measured by
 fastbench.kernels.peak_flops gives the "% of peak" column.
 Targets: >= 0.95x OpenBLAS at n >= 512 for both dtypes; >= 85% of the FMA peak at n = 2048.
@@ -15,36 +16,11 @@ import os
 import statistics
 import subprocess
 import sys
-import time
-from typing import Callable
+
+from _anchors import alternating_blocks
 
 SHAPES = [(256, 256, 256), (512, 512, 512), (1024, 1024, 1024), (2048, 2048, 2048),
           (1000, 1000, 1000), (257, 511, 129), (4096, 64, 4096), (64, 4096, 1024)]
-
-
-def _rounds(m: int, n: int, k: int) -> int:
-    return max(2, min(10, int(1.5e10 / (2 * m * n * k))))
-
-
-def _timed(fn: Callable[[], object], calls: int) -> list[float]:
-    out = []
-    for _ in range(calls):
-        t0 = time.perf_counter()
-        fn()
-        out.append(time.perf_counter() - t0)
-    return out
-
-
-def _block(fn: Callable[[], object], calls: int) -> list[float]:
-    """A block of timed calls after a pause and one untimed call, the same for both sides.
-
-    The pause lets OpenBLAS's idle workers stop spinning (they spin for 0.1-0.2 s after a
-    call, OPENBLAS_THREAD_TIMEOUT, and would take a core from the other side's threads); the
-    untimed call wakes the side's own threads and idle vCPUs, which the pause sent to sleep.
-    """
-    time.sleep(0.5)
-    fn()
-    return _timed(fn, calls)
 
 
 def run(threads: int) -> None:
@@ -66,12 +42,10 @@ def run(threads: int) -> None:
             out2 = np.empty((m, n), dtype=dtype)
             kernels.gemm(a, b, out, threads=threads)
             np.matmul(a, b, out=out2)
-            fb: list[float] = []
-            npy: list[float] = []
-            calls = _rounds(m, n, k)
-            for _ in range(3):  # alternating blocks, each after the same pause and warm call
-                npy += _block(lambda: np.matmul(a, b, out=out2), calls)
-                fb += _block(lambda: kernels.gemm(a, b, out, threads=threads), calls)
+            times = alternating_blocks({
+                "numpy": lambda: np.matmul(a, b, out=out2),
+                "fastbench": lambda: kernels.gemm(a, b, out, threads=threads)})
+            fb, npy = times["fastbench"], times["numpy"]
             flops = 2.0 * m * n * k
             g_fb = flops / statistics.median(fb) / 1e9
             g_np = flops / statistics.median(npy) / 1e9
