@@ -353,3 +353,52 @@ def test_layer_specs_and_torch_count_alike(name: str) -> None:
     assert step.backward is not None
     assert step.macs == described.macs and step.backward.macs == described.backward.macs
     assert step.backward.flops == pytest.approx(described.backward.flops, rel=1e-3)
+
+
+def test_recurrent_layers_are_counted_exactly() -> None:
+    """nn.LSTM and nn.GRU run one fused oneDNN op per layer on CPU: every time step multiplies
+    the input by W_ih and the hidden state by W_hh (4 gates for LSTM, 3 for GRU)."""
+    lstm, gru = nn.LSTM(16, 32, batch_first=True), nn.GRU(32, 8, batch_first=True)
+
+    class Net(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lstm, self.gru = lstm, gru
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.gru(self.lstm(x)[0])[0]
+
+    steps = 3 * 7                                   # batch 3, 7 time steps
+    for mode in ("grad", "no_grad"):
+        a = analyze(Net(), torch.randn(3, 7, 16), grad_mode=mode, backward=mode == "grad")
+        assert a.complete, a.coverage.lines()
+        assert a.module("lstm").forward.macs == steps * (4 * 32 * 16 + 4 * 32 * 32)
+        assert a.module("gru").forward.macs == steps * (3 * 8 * 32 + 3 * 8 * 8)
+        if mode == "grad":
+            # Gradients through both products and for both weights: twice the forward, less
+            # at most the first step's product with the initial hidden state, which needs no
+            # gradient (PyTorch's unfused GRU path skips it; 3 gates x 8 x 8, batch 3).
+            assert a.backward is not None
+            assert 2 * a.forward.macs - 3 * 3 * 8 * 8 <= a.backward.macs <= 2 * a.forward.macs
+
+
+def test_common_layers_leave_nothing_uncounted() -> None:
+    class Misc(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.up = nn.ConvTranspose2d(4, 4, 2, stride=2)
+            self.gn = nn.GroupNorm(2, 4)
+            self.bag = nn.EmbeddingBag(10, 8)
+            self.prelu = nn.PReLU()
+
+        def forward(self, x: torch.Tensor, img: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
+            z = F.interpolate(self.gn(self.up(img)), scale_factor=2, mode="bilinear")
+            loss = F.cross_entropy(self.prelu(x), torch.zeros(x.shape[0], dtype=torch.long))
+            return z.sum() + self.bag(idx).sum() + loss + torch.sigmoid_(x.clone()).sum()
+
+    a = analyze(Misc(), torch.randn(5, 16), torch.randn(1, 4, 6, 6),
+                torch.randint(0, 10, (3, 4)), backward=True)
+    assert a.complete, a.coverage.lines()
+    # The transposed conv: every input element times (c_out / groups) x kernel volume.
+    assert a.module("up").forward.macs == 4 * 6 * 6 * 4 * 2 * 2
+    assert a.module("bag").forward.elementwise_flops == 3 * 4 * 8      # rows added into bags

@@ -306,6 +306,52 @@ def _embedding(b: Mapping[str, Any], out: Any) -> Count:
                  bytes_written=tensor_bytes(y))
 
 
+def _embedding_bag(b: Mapping[str, Any], out: Any) -> Count:
+    """Each looked-up row is added into its bag (sum and mean; max compares as many)."""
+    return Count(elementwise_flops=b["indices"].numel() * int(b["weight"].shape[1])
+                 * _per_element("add"))
+
+
+def _embedding_bag_backward(b: Mapping[str, Any], out: Any) -> Count:
+    return Count(elementwise_flops=b["indices"].numel() * int(b["grad"].shape[1])
+                 * _per_element("embedding_backward"))
+
+
+# Gates per hidden unit of each recurrent mode (cuDNN/oneDNN numbering: RNN_RELU, RNN_TANH,
+# LSTM, GRU) and the per-unit elementwise work of its cell.
+_RNN_MODES = {0: (1, "rnn_cell"), 1: (1, "rnn_cell"), 2: (4, "lstm_cell"), 3: (3, "gru_cell")}
+
+
+def _rnn_layer(backward: bool) -> Handler:
+    """One fused recurrent layer (oneDNN's, what nn.LSTM/GRU/RNN run on CPU): every time step
+    multiplies the input by W_ih and the hidden state by W_hh into the gates, adds the biases
+    and runs the cell. Backward: gradients through both products and for both weights (twice
+    the forward's MACs) and the cell's backward."""
+    def count(b: Mapping[str, Any], out: Any) -> Count:
+        x = b["input"]
+        w_ih, w_hh = (b["weight1"], b["weight2"]) if backward else (b["weight0"], b["weight1"])
+        steps = x.numel() // int(x.shape[-1])          # time steps x batch
+        gates, cell = _RNN_MODES.get(int(b["mode"]), (1, "rnn_cell"))
+        units = steps * int(b["hidden_size"])
+        macs = steps * (w_ih.numel() + w_hh.numel())
+        bias = 2 * gates * units if b["has_biases"] else 0
+        if backward:
+            return Count(macs=2 * macs, elementwise_flops=units * _per_element(cell + "_backward")
+                         + bias * _per_element("bias_backward"))
+        return Count(macs=macs, elementwise_flops=units * _per_element(cell)
+                     + bias * _per_element("bias"))
+    return count
+
+
+def _nll_loss(backward: bool) -> Handler:
+    """Gather the target's log-probability and reduce: one add (forward) or one scaled write
+    (backward) per target."""
+    def count(b: Mapping[str, Any], out: Any) -> Count:
+        return Count(elementwise_flops=b["target"].numel()
+                     * _per_element("mean_backward" if backward else "sum"))
+    return count
+
+
 def _embedding_backward(b: Mapping[str, Any], out: Any) -> Count:
     return Count(elementwise_flops=b["grad_output"].numel() * _per_element("add"))
 
@@ -421,6 +467,16 @@ _SPECIAL: dict[str, Handler] = {
     "avg_pool2d_backward": _avg_pool(True), "avg_pool3d_backward": _avg_pool(True),
     "_adaptive_avg_pool2d": _adaptive_avg_pool, "_adaptive_avg_pool3d": _adaptive_avg_pool,
     "embedding": _embedding, "embedding_dense_backward": _embedding_backward,
+    "_embedding_bag": _embedding_bag, "_embedding_bag_forward_only": _embedding_bag,
+    "_embedding_bag_backward": _embedding_bag_backward,
+    "_embedding_bag_dense_backward": _embedding_bag_backward,
+    "mkldnn_rnn_layer": _rnn_layer(False), "mkldnn_rnn_layer_backward": _rnn_layer(True),
+    "nll_loss_forward": _nll_loss(False), "nll_loss_backward": _nll_loss(True),
+    "nll_loss2d_forward": _nll_loss(False), "nll_loss2d_backward": _nll_loss(True),
+    "_prelu_kernel": _per_output("leaky_relu"),
+    "_prelu_kernel_backward": _per_output("leaky_relu_backward"),
+    "upsample_bilinear2d": _per_output("upsample_bilinear"),
+    "upsample_bilinear2d_backward": _per_input("upsample_bilinear_backward", "grad_output"),
 }
 
 
@@ -436,21 +492,33 @@ def _build_table() -> dict[str, Handler]:
 _TABLE = _build_table()
 
 
+def _base_name(name: str) -> str:
+    """An in-place variant (``sigmoid_``, ``transpose_``) counts as its out-of-place op."""
+    if name.endswith("_") and not name.endswith("__") and name not in _TABLE \
+            and name not in NO_ARITHMETIC:
+        base = name[:-1]
+        if base in _TABLE or base in NO_ARITHMETIC:
+            return base
+    return name
+
+
 def handler_for(name: str) -> Handler | None:
     """The count function of the aten op ``name`` (the overload packet's name), if any."""
     return _TABLE.get(name)
 
 
-def known_names() -> frozenset[str]:
-    """Every aten op name with a formula or known to do no arithmetic."""
-    return frozenset(_TABLE) | NO_ARITHMETIC
+def is_known(name: str) -> bool:
+    """Whether the aten op ``name`` has a formula or is known to do no arithmetic (in-place
+    variants included)."""
+    base = _base_name(name)
+    return base in _TABLE or base in NO_ARITHMETIC
 
 
 def count_op(func: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any],
              out: Any) -> Count | None:
     """The cost of one call of ``func`` (an aten OpOverload): arithmetic from its formula,
     bytes from its arguments and results (views move none). None when the op is unknown."""
-    name = func.overloadpacket.__name__
+    name = _base_name(func.overloadpacket.__name__)
     if name in VIEWS:
         return Count()
     handler = _TABLE.get(name)

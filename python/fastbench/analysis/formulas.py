@@ -104,6 +104,15 @@ INDEX_BYTES = 8
 # scale          1    1   x*c for a scalar c                  | g*c
 # bias           1    1   bias add per output element         | bias grad: sum of g over the batch
 # embedding      0    1   gather (no arithmetic)              | scatter-add g per gathered element
+# upsample_bilinear 9  8  per OUTPUT element: 3 lerps of      | per OUTPUT element: 4 weighted
+#                         (sub, mul, add)                     | scatter-adds (mul, add)
+# Recurrent cells, per hidden unit and time step, on top of the gate MACs (the input and
+# hidden contributions accumulate into the gates) and the bias adds ("bias" per gate value):
+# lstm_cell     18    22  i, f, o sigmoids (12), g tanh (1),  | do (4), dc (5), df, di, dg (4 each),
+#                         c = f*c + i*g (3), h = o*tanh(c) (2)| dc_prev = dc*f (1)
+# gru_cell      14    20  r, z sigmoids (8), n = tanh(x_n +   | dn, dz, dr through the same steps,
+#                         r*h_n) (3), h = n + z*(h - n) (3)   | dh_prev (roughly 1.4x forward)
+# rnn_cell       1     3  tanh or relu                        | g*(1-h^2)
 ELEMENTWISE_FLOPS: Mapping[str, int] = MappingProxyType({
     "add": 1, "add_backward": 0,
     "sub": 1, "sub_backward": 1,
@@ -148,6 +157,10 @@ ELEMENTWISE_FLOPS: Mapping[str, int] = MappingProxyType({
     "scale": 1, "scale_backward": 1,
     "bias": 1, "bias_backward": 1,
     "embedding": 0, "embedding_backward": 1,
+    "upsample_bilinear": 9, "upsample_bilinear_backward": 8,
+    "lstm_cell": 18, "lstm_cell_backward": 22,
+    "gru_cell": 14, "gru_cell_backward": 20,
+    "rnn_cell": 1, "rnn_cell_backward": 3,
 })
 _E = ELEMENTWISE_FLOPS
 

@@ -259,7 +259,7 @@ class _CountingMode(TorchDispatchMode):  # type: ignore[misc]
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple[Any, ...] = (),
                            kwargs: Mapping[str, Any] | None = None) -> Any:
         kwargs = kwargs or {}
-        if func.namespace == "aten" and func.overloadpacket.__name__ not in aten_ops.known_names():
+        if func.namespace == "aten" and not aten_ops.is_known(func.overloadpacket.__name__):
             with self:
                 r = func.decompose(*args, **kwargs)
             if r is not NotImplemented:
