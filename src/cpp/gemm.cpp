@@ -15,6 +15,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "avx2.hpp"
 #include "cpu.hpp"
 #include "parallel.hpp"
 
@@ -212,158 +213,81 @@ struct PortableKernel {
 
 #if defined(__x86_64__)
 
-#define FASTBENCH_AVX2 __attribute__((target("avx2,fma")))
-
-// 6×16 floats (12 ymm accumulators + 2 for B + 1 broadcast): two FMAs per B load pair and
-// enough independent chains (12) to cover FMA latency on two pipes.
-struct Avx2KernelF32 {
+// 6 rows × two registers of B (6×16 floats, 6×8 doubles): 12 ymm accumulators + 2 for B + 1
+// broadcast, two FMAs per B load pair and enough independent chains (12) to cover FMA latency
+// on two pipes.
+template <class T>
+struct Avx2Kernel {
+  using V = detail::Avx2<T>;
+  using Reg = typename V::Reg;
   static constexpr std::size_t kMr = 6;
-  static constexpr std::size_t kNr = 16;
+  static constexpr std::size_t kLanes = V::kLanes;
+  static constexpr std::size_t kNr = 2 * kLanes;
 
-  FASTBENCH_AVX2 static void run(std::size_t kc, const float* pa, const float* pb, float alpha,
-                                 float beta, float* c, std::size_t ldc, std::size_t rows,
-                                 std::size_t cols) {
-    __m256 c00 = _mm256_setzero_ps(), c01 = _mm256_setzero_ps();
-    __m256 c10 = _mm256_setzero_ps(), c11 = _mm256_setzero_ps();
-    __m256 c20 = _mm256_setzero_ps(), c21 = _mm256_setzero_ps();
-    __m256 c30 = _mm256_setzero_ps(), c31 = _mm256_setzero_ps();
-    __m256 c40 = _mm256_setzero_ps(), c41 = _mm256_setzero_ps();
-    __m256 c50 = _mm256_setzero_ps(), c51 = _mm256_setzero_ps();
-    for (std::size_t i = 0; i < rows; ++i) _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc), _MM_HINT_T0);
-    // Unrolled so the loop overhead hides between the FMAs.
+  __attribute__((target("avx2,fma"))) static void run(std::size_t kc, const T* pa, const T* pb,
+                                                      T alpha, T beta, T* c, std::size_t ldc,
+                                                      std::size_t rows, std::size_t cols) {
+    Reg c00 = V::zero(), c01 = V::zero(), c10 = V::zero(), c11 = V::zero();
+    Reg c20 = V::zero(), c21 = V::zero(), c30 = V::zero(), c31 = V::zero();
+    Reg c40 = V::zero(), c41 = V::zero(), c50 = V::zero(), c51 = V::zero();
+    for (std::size_t i = 0; i < rows; ++i) {
+      _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc), _MM_HINT_T0);
+    }
+    // Unrolled so the loop overhead hides between the FMAs; the accumulators are named
+    // variables (not an array) so that they stay in registers.
 #pragma GCC unroll 4
     for (std::size_t p = 0; p < kc; ++p) {
-      const __m256 b0 = _mm256_load_ps(pb);
-      const __m256 b1 = _mm256_load_ps(pb + 8);
-      __m256 a = _mm256_broadcast_ss(pa + 0);
-      c00 = _mm256_fmadd_ps(a, b0, c00);
-      c01 = _mm256_fmadd_ps(a, b1, c01);
-      a = _mm256_broadcast_ss(pa + 1);
-      c10 = _mm256_fmadd_ps(a, b0, c10);
-      c11 = _mm256_fmadd_ps(a, b1, c11);
-      a = _mm256_broadcast_ss(pa + 2);
-      c20 = _mm256_fmadd_ps(a, b0, c20);
-      c21 = _mm256_fmadd_ps(a, b1, c21);
-      a = _mm256_broadcast_ss(pa + 3);
-      c30 = _mm256_fmadd_ps(a, b0, c30);
-      c31 = _mm256_fmadd_ps(a, b1, c31);
-      a = _mm256_broadcast_ss(pa + 4);
-      c40 = _mm256_fmadd_ps(a, b0, c40);
-      c41 = _mm256_fmadd_ps(a, b1, c41);
-      a = _mm256_broadcast_ss(pa + 5);
-      c50 = _mm256_fmadd_ps(a, b0, c50);
-      c51 = _mm256_fmadd_ps(a, b1, c51);
+      const Reg b0 = V::load(pb);
+      const Reg b1 = V::load(pb + kLanes);
+      Reg a = V::broadcast(pa + 0);
+      c00 = V::fma(a, b0, c00);
+      c01 = V::fma(a, b1, c01);
+      a = V::broadcast(pa + 1);
+      c10 = V::fma(a, b0, c10);
+      c11 = V::fma(a, b1, c11);
+      a = V::broadcast(pa + 2);
+      c20 = V::fma(a, b0, c20);
+      c21 = V::fma(a, b1, c21);
+      a = V::broadcast(pa + 3);
+      c30 = V::fma(a, b0, c30);
+      c31 = V::fma(a, b1, c31);
+      a = V::broadcast(pa + 4);
+      c40 = V::fma(a, b0, c40);
+      c41 = V::fma(a, b1, c41);
+      a = V::broadcast(pa + 5);
+      c50 = V::fma(a, b0, c50);
+      c51 = V::fma(a, b1, c51);
       pa += kMr;
       pb += kNr;
     }
-    const __m256 acc[kMr][2] = {{c00, c01}, {c10, c11}, {c20, c21},
-                                {c30, c31}, {c40, c41}, {c50, c51}};
-    const __m256 va = _mm256_set1_ps(alpha);
+    const Reg acc[kMr][2] = {{c00, c01}, {c10, c11}, {c20, c21},
+                             {c30, c31}, {c40, c41}, {c50, c51}};
+    const Reg va = V::set(alpha);
     if (rows == kMr && cols == kNr) {
       // Full tile: straight from registers, unaligned access to the caller's C.
-      if (beta == 0.0f) {
+      if (beta == T(0)) {
         for (std::size_t i = 0; i < kMr; ++i) {
-          _mm256_storeu_ps(c + i * ldc, _mm256_mul_ps(va, acc[i][0]));
-          _mm256_storeu_ps(c + i * ldc + 8, _mm256_mul_ps(va, acc[i][1]));
+          V::storeu(c + i * ldc, V::mul(va, acc[i][0]));
+          V::storeu(c + i * ldc + kLanes, V::mul(va, acc[i][1]));
         }
       } else {
-        const __m256 vb = _mm256_set1_ps(beta);
+        const Reg vb = V::set(beta);
         for (std::size_t i = 0; i < kMr; ++i) {
-          float* ci = c + i * ldc;
-          _mm256_storeu_ps(ci, _mm256_fmadd_ps(va, acc[i][0], _mm256_mul_ps(vb, _mm256_loadu_ps(ci))));
-          _mm256_storeu_ps(ci + 8, _mm256_fmadd_ps(va, acc[i][1],
-                                                   _mm256_mul_ps(vb, _mm256_loadu_ps(ci + 8))));
+          T* ci = c + i * ldc;
+          V::storeu(ci, V::fma(va, acc[i][0], V::mul(vb, V::loadu(ci))));
+          V::storeu(ci + kLanes, V::fma(va, acc[i][1], V::mul(vb, V::loadu(ci + kLanes))));
         }
       }
       return;
     }
-    alignas(32) float tile[kMr * kNr];
+    alignas(32) T tile[kMr * kNr];
     for (std::size_t i = 0; i < kMr; ++i) {
-      _mm256_store_ps(tile + i * kNr, acc[i][0]);
-      _mm256_store_ps(tile + i * kNr + 8, acc[i][1]);
+      V::store(tile + i * kNr, acc[i][0]);
+      V::store(tile + i * kNr + kLanes, acc[i][1]);
     }
     store_tile(rows, cols, tile, kNr, alpha, beta, c, ldc);
   }
 };
-
-// 6×8 doubles: the same register budget as the float kernel, four lanes per ymm.
-struct Avx2KernelF64 {
-  static constexpr std::size_t kMr = 6;
-  static constexpr std::size_t kNr = 8;
-
-  FASTBENCH_AVX2 static void run(std::size_t kc, const double* pa, const double* pb, double alpha,
-                                 double beta, double* c, std::size_t ldc, std::size_t rows,
-                                 std::size_t cols) {
-    __m256d c00 = _mm256_setzero_pd(), c01 = _mm256_setzero_pd();
-    __m256d c10 = _mm256_setzero_pd(), c11 = _mm256_setzero_pd();
-    __m256d c20 = _mm256_setzero_pd(), c21 = _mm256_setzero_pd();
-    __m256d c30 = _mm256_setzero_pd(), c31 = _mm256_setzero_pd();
-    __m256d c40 = _mm256_setzero_pd(), c41 = _mm256_setzero_pd();
-    __m256d c50 = _mm256_setzero_pd(), c51 = _mm256_setzero_pd();
-    for (std::size_t i = 0; i < rows; ++i) _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc), _MM_HINT_T0);
-    // Unrolled so the loop overhead hides between the FMAs.
-#pragma GCC unroll 4
-    for (std::size_t p = 0; p < kc; ++p) {
-      const __m256d b0 = _mm256_load_pd(pb);
-      const __m256d b1 = _mm256_load_pd(pb + 4);
-      __m256d a = _mm256_broadcast_sd(pa + 0);
-      c00 = _mm256_fmadd_pd(a, b0, c00);
-      c01 = _mm256_fmadd_pd(a, b1, c01);
-      a = _mm256_broadcast_sd(pa + 1);
-      c10 = _mm256_fmadd_pd(a, b0, c10);
-      c11 = _mm256_fmadd_pd(a, b1, c11);
-      a = _mm256_broadcast_sd(pa + 2);
-      c20 = _mm256_fmadd_pd(a, b0, c20);
-      c21 = _mm256_fmadd_pd(a, b1, c21);
-      a = _mm256_broadcast_sd(pa + 3);
-      c30 = _mm256_fmadd_pd(a, b0, c30);
-      c31 = _mm256_fmadd_pd(a, b1, c31);
-      a = _mm256_broadcast_sd(pa + 4);
-      c40 = _mm256_fmadd_pd(a, b0, c40);
-      c41 = _mm256_fmadd_pd(a, b1, c41);
-      a = _mm256_broadcast_sd(pa + 5);
-      c50 = _mm256_fmadd_pd(a, b0, c50);
-      c51 = _mm256_fmadd_pd(a, b1, c51);
-      pa += kMr;
-      pb += kNr;
-    }
-    const __m256d acc[kMr][2] = {{c00, c01}, {c10, c11}, {c20, c21},
-                                 {c30, c31}, {c40, c41}, {c50, c51}};
-    const __m256d va = _mm256_set1_pd(alpha);
-    if (rows == kMr && cols == kNr) {
-      if (beta == 0.0) {
-        for (std::size_t i = 0; i < kMr; ++i) {
-          _mm256_storeu_pd(c + i * ldc, _mm256_mul_pd(va, acc[i][0]));
-          _mm256_storeu_pd(c + i * ldc + 4, _mm256_mul_pd(va, acc[i][1]));
-        }
-      } else {
-        const __m256d vb = _mm256_set1_pd(beta);
-        for (std::size_t i = 0; i < kMr; ++i) {
-          double* ci = c + i * ldc;
-          _mm256_storeu_pd(ci, _mm256_fmadd_pd(va, acc[i][0], _mm256_mul_pd(vb, _mm256_loadu_pd(ci))));
-          _mm256_storeu_pd(ci + 4, _mm256_fmadd_pd(va, acc[i][1],
-                                                   _mm256_mul_pd(vb, _mm256_loadu_pd(ci + 4))));
-        }
-      }
-      return;
-    }
-    alignas(32) double tile[kMr * kNr];
-    for (std::size_t i = 0; i < kMr; ++i) {
-      _mm256_store_pd(tile + i * kNr, acc[i][0]);
-      _mm256_store_pd(tile + i * kNr + 4, acc[i][1]);
-    }
-    store_tile(rows, cols, tile, kNr, alpha, beta, c, ldc);
-  }
-};
-
-#undef FASTBENCH_AVX2
-
-template <class T>
-struct Avx2Kernel;
-template <>
-struct Avx2Kernel<float> : Avx2KernelF32 {};
-template <>
-struct Avx2Kernel<double> : Avx2KernelF64 {};
 
 #endif  // __x86_64__
 

@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "avx2.hpp"
 #include "cpu.hpp"
 #include "median.hpp"
 #include "parallel.hpp"
@@ -44,40 +45,8 @@ struct Kernel {
 };
 
 #if defined(__x86_64__)
-template <class V>
-struct Avx;
-template <>
-struct Avx<float> {
-  using Reg = __m256;
-  static constexpr int kLanes = 8;
-  __attribute__((target("avx2,fma"))) static Reg set(float v) { return _mm256_set1_ps(v); }
-  __attribute__((target("avx2,fma"))) static Reg fma(Reg a, Reg m, Reg c) {
-    return _mm256_fmadd_ps(a, m, c);
-  }
-  __attribute__((target("avx2,fma"))) static Reg add(Reg a, Reg c) { return _mm256_add_ps(a, c); }
-  __attribute__((target("avx2,fma"))) static double sum(Reg a) {
-    alignas(32) float v[8];
-    _mm256_store_ps(v, a);
-    double s = 0.0;
-    for (float x : v) s += x;
-    return s;
-  }
-};
-template <>
-struct Avx<double> {
-  using Reg = __m256d;
-  static constexpr int kLanes = 4;
-  __attribute__((target("avx2,fma"))) static Reg set(double v) { return _mm256_set1_pd(v); }
-  __attribute__((target("avx2,fma"))) static Reg fma(Reg a, Reg m, Reg c) {
-    return _mm256_fmadd_pd(a, m, c);
-  }
-  __attribute__((target("avx2,fma"))) static Reg add(Reg a, Reg c) { return _mm256_add_pd(a, c); }
-  __attribute__((target("avx2,fma"))) static double sum(Reg a) {
-    alignas(32) double v[4];
-    _mm256_store_pd(v, a);
-    return v[0] + v[1] + v[2] + v[3];
-  }
-};
+template <class T>
+using Avx = detail::Avx2<T>;
 
 template <class T>
 __attribute__((target("avx2,fma"))) double fma_avx2(std::uint64_t iters) {
