@@ -153,7 +153,7 @@ CONV_CASES = [
 ]
 
 
-@pytest.mark.parametrize("algo", ["im2col", "direct"])
+@pytest.mark.parametrize("algo", ["auto", "im2col", "direct"])
 @pytest.mark.parametrize("case", CONV_CASES)
 @pytest.mark.parametrize("threads", [1, 2])
 def test_conv2d_matches_the_definition(algo: str, case: tuple, threads: int) -> None:  # type: ignore[type-arg]

@@ -171,7 +171,7 @@ def _pair(value: int | Sequence[int], name: str, minimum: int) -> tuple[int, int
 def conv2d(x: NDArray[np.float32], weight: NDArray[np.float32],
            bias: NDArray[np.float32] | None = None, *, stride: int | Sequence[int] = 1,
            padding: int | Sequence[int] = 0, dilation: int | Sequence[int] = 1,
-           groups: int = 1, algo: str = "im2col",
+           groups: int = 1, algo: str = "auto",
            threads: int | None = None) -> NDArray[np.float32]:
     """2-D convolution of float32 NCHW data, with PyTorch's ``conv2d`` semantics.
 
@@ -187,8 +187,10 @@ def conv2d(x: NDArray[np.float32], weight: NDArray[np.float32],
         Per (height, width); padding is zeros on each side.
     groups : int
         c_in and c_out must both be divisible by it (depthwise: groups == c_in).
-    algo : {"im2col", "direct"}
-        Lowering to GEMM, or direct loops.
+    algo : {"auto", "im2col", "direct"}
+        Lowering to GEMM, direct loops, or (the default) direct when the GEMM's reduction,
+        channels per group × kernel area, is shorter than 64 (depthwise and other thin
+        grouped convolutions), im2col otherwise.
     threads : int, optional
         None means all cores.
 
@@ -209,8 +211,8 @@ def conv2d(x: NDArray[np.float32], weight: NDArray[np.float32],
     weight = _float_array(weight, "weight", 4, f32)
     if bias is not None:
         bias = np.ascontiguousarray(_float_array(bias, "bias", 1, f32))
-    if algo not in ("im2col", "direct"):
-        raise ValueError(f"algo must be 'im2col' or 'direct', got {algo!r}")
+    if algo not in ("auto", "im2col", "direct"):
+        raise ValueError(f"algo must be 'auto', 'im2col' or 'direct', got {algo!r}")
     if isinstance(groups, bool) or not isinstance(groups, (int, np.integer)) or groups < 1:
         raise ValueError(f"groups must be an int >= 1, got {groups!r}")
     return _core.conv2d(np.ascontiguousarray(x), np.ascontiguousarray(weight), bias,

@@ -26,11 +26,19 @@ std::size_t conv2d_out_w(const Conv2dShape& s);
 void conv2d_check(const Conv2dShape& s);
 
 // y[n][c_out][out_h][out_w] = conv(x, w) + bias[c_out] (bias may be null).
-// algo: "im2col" (lowering + gemm) or "direct"; threads: 0 = hardware_threads().
+// algo: "im2col" (lowering + gemm), "direct", or "auto" (conv2d_auto_algo); threads: 0 =
+// hardware_threads().
 // Throws std::invalid_argument for a bad shape, algo or thread count; std::bad_alloc when
 // the im2col buffer cannot be allocated.
 void conv2d(const Conv2dShape& s, const float* x, const float* w, const float* bias, float* y,
-            const std::string& algo = "im2col", int threads = 0);
+            const std::string& algo = "auto", int threads = 0);
+
+// What "auto" runs for this shape: "direct" when the GEMM that im2col would lower to has a
+// reduction shorter than kDirectMaxTaps (channels per group × kernel area; depthwise and
+// other thin grouped convolutions), where a GEMM cannot fill its register tiles; "im2col"
+// otherwise.
+const char* conv2d_auto_algo(const Conv2dShape& s);
+inline constexpr std::size_t kDirectMaxTaps = 64;
 
 // FLOPs of one conv2d call (2 per multiply-add, plus the bias adds).
 double conv2d_flops(const Conv2dShape& s, bool bias);

@@ -113,7 +113,7 @@ void check_case(const fb::Conv2dShape& s, std::uint32_t seed) {
     const float* bias = with_bias != 0 ? b.data() : nullptr;
     const std::vector<double> ref = reference(s, x, w, bias);
     CHECK(ref.size() == s.n * s.c_out * oh * ow, describe(s), " reference size ", ref.size());
-    for (const char* algo : {"im2col", "direct"}) {
+    for (const char* algo : {"im2col", "direct", "auto"}) {
       for (int threads : {1, 2}) {
         std::vector<float> y(ref.size(), std::numeric_limits<float>::quiet_NaN());
         fb::conv2d(s, x.data(), w.data(), bias, y.data(), algo, threads);
@@ -236,6 +236,20 @@ void test_flops() {
                "[conv2d]");
 }
 
+void test_auto_algo() {
+  // Depthwise 3×3: 9 taps per output, direct. 64 channels 3×3: 576 taps, im2col. The 7×7 stem
+  // on 3 channels: 147 taps, im2col. 4 channels per group, 3×3: 36 taps, direct.
+  CHECK(std::string(fb::conv2d_auto_algo(shape(1, 32, 16, 16, 32, 3, 3, 1, 1, 1, 1, 1, 1, 32))) ==
+            "direct", "depthwise");
+  CHECK(std::string(fb::conv2d_auto_algo(shape(1, 64, 8, 8, 64, 3, 3, 1, 1, 1, 1))) == "im2col",
+        "64 channels");
+  CHECK(std::string(fb::conv2d_auto_algo(shape(1, 3, 32, 32, 64, 7, 7, 2, 2, 3, 3))) == "im2col",
+        "stem");
+  CHECK(std::string(fb::conv2d_auto_algo(shape(1, 16, 8, 8, 16, 3, 3, 1, 1, 1, 1, 1, 1, 4))) ==
+            "direct", "4 channels per group");
+  CHECK_THROWS(std::invalid_argument, fb::conv2d_auto_algo(shape(0, 1, 1, 1, 1, 1, 1)), "[conv2d]");
+}
+
 // ---- errors -------------------------------------------------------------------------------
 
 void test_bad_shapes() {
@@ -292,7 +306,7 @@ void test_bad_arguments() {
   const std::vector<float> x(32, 1.0f), w(36, 1.0f);
   std::vector<float> y(32);
   CHECK_THROWS(std::invalid_argument, fb::conv2d(s, x.data(), w.data(), nullptr, y.data(), "fft"),
-               "[conv2d] unknown algo 'fft', expected one of: im2col, direct");
+               "[conv2d] unknown algo 'fft', expected one of: auto, im2col, direct");
   CHECK_THROWS(std::invalid_argument, fb::conv2d(s, x.data(), w.data(), nullptr, y.data(), ""),
                "[conv2d] unknown algo");
   for (const char* algo : {"im2col", "direct"}) {
@@ -328,6 +342,7 @@ const Test kTests[] = {
     {"output_buffer_fully_written", test_output_buffer_fully_written},
     {"output_size", test_output_size},
     {"flops", test_flops},
+    {"auto algo", test_auto_algo},
     {"bad_shapes", test_bad_shapes},
     {"overflowing_shapes", test_overflowing_shapes},
     {"bad_arguments", test_bad_arguments},
