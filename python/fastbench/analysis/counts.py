@@ -17,7 +17,7 @@ from typing import Any, Mapping
 
 from .._checks import check_int
 
-__all__ = ["CONVENTION", "Cost", "Count", "dtype_bytes", "format_count"]
+__all__ = ["CONVENTION", "Cost", "Count", "Totals", "dtype_bytes", "format_count"]
 
 CONVENTION = ("macs = multiply-accumulates of conv, linear, matmul and attention products; "
               "flops = 2*macs + elementwise_flops; bytes = minimum traffic "
@@ -199,3 +199,32 @@ class Cost:
 
     def __str__(self) -> str:
         return "\n".join(self.lines())
+
+
+class Totals:
+    """The figures of a result's ``total`` Count as attributes (``macs``, ``flops``,
+    ``elementwise_flops``, ``bytes``, ``intensity``); a result class defines ``total``."""
+
+    @property
+    def total(self) -> Count:
+        raise NotImplementedError
+
+    @property
+    def macs(self) -> int:
+        return self.total.macs
+
+    @property
+    def flops(self) -> int:
+        return self.total.flops
+
+    @property
+    def elementwise_flops(self) -> int:
+        return self.total.elementwise_flops
+
+    @property
+    def bytes(self) -> int:
+        return self.total.bytes
+
+    @property
+    def intensity(self) -> float:
+        return self.total.intensity

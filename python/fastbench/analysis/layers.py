@@ -11,11 +11,11 @@ from __future__ import annotations
 import math
 import operator
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Iterator, Sequence
+from typing import Any, Callable, ClassVar, Iterator, Sequence
 
 from .._checks import check_int
 from . import formulas
-from .counts import CONVENTION, Cost, Count, format_count
+from .counts import CONVENTION, Cost, Count, Totals, format_count
 
 __all__ = [
     "Activation", "AdaptiveAvgPool2d", "AvgPool2d", "BatchNorm1d", "BatchNorm2d",
@@ -686,14 +686,26 @@ class Activation(Layer):
         return formulas.activation(self.kind, x, dtype=dtype, input_grad=input_grad), x
 
 
-def ReLU() -> Activation:
-    """``Activation("relu")``."""
-    return Activation("relu")
+def _alias(name: str, kind: str, note: str = "") -> Callable[[], Activation]:
+    """A torch.nn-named shorthand for ``Activation(kind)``."""
+    def make() -> Activation:
+        return Activation(kind)
+    make.__name__ = make.__qualname__ = name
+    make.__doc__ = f"``Activation({kind!r})``{note}."
+    return make
 
 
-def LeakyReLU() -> Activation:
-    """``Activation("leaky_relu")`` (the count does not depend on the slope)."""
-    return Activation("leaky_relu")
+ReLU = _alias("ReLU", "relu")
+LeakyReLU = _alias("LeakyReLU", "leaky_relu", " (the count does not depend on the slope)")
+SiLU = _alias("SiLU", "silu")
+Sigmoid = _alias("Sigmoid", "sigmoid")
+Tanh = _alias("Tanh", "tanh")
+Hardswish = _alias("Hardswish", "hardswish")
+Hardsigmoid = _alias("Hardsigmoid", "hardsigmoid")
+ReLU6 = _alias("ReLU6", "relu6")
+ELU = _alias("ELU", "elu", " (the count does not depend on alpha)")
+Softplus = _alias("Softplus", "softplus")
+Mish = _alias("Mish", "mish")
 
 
 def GELU(approximate: str = "none") -> Activation:
@@ -701,51 +713,6 @@ def GELU(approximate: str = "none") -> Activation:
     if approximate not in ("none", "tanh"):
         raise ValueError(f"GELU: approximate must be 'none' or 'tanh', got {approximate!r}")
     return Activation("gelu" if approximate == "none" else "gelu_tanh")
-
-
-def SiLU() -> Activation:
-    """``Activation("silu")``."""
-    return Activation("silu")
-
-
-def Sigmoid() -> Activation:
-    """``Activation("sigmoid")``."""
-    return Activation("sigmoid")
-
-
-def Tanh() -> Activation:
-    """``Activation("tanh")``."""
-    return Activation("tanh")
-
-
-def Hardswish() -> Activation:
-    """``Activation("hardswish")``."""
-    return Activation("hardswish")
-
-
-def Hardsigmoid() -> Activation:
-    """``Activation("hardsigmoid")``."""
-    return Activation("hardsigmoid")
-
-
-def ReLU6() -> Activation:
-    """``Activation("relu6")``."""
-    return Activation("relu6")
-
-
-def ELU() -> Activation:
-    """``Activation("elu")`` (the count does not depend on alpha)."""
-    return Activation("elu")
-
-
-def Softplus() -> Activation:
-    """``Activation("softplus")``."""
-    return Activation("softplus")
-
-
-def Mish() -> Activation:
-    """``Activation("mish")``."""
-    return Activation("mish")
 
 
 @dataclass(frozen=True)
@@ -965,7 +932,7 @@ class Dropout(Layer):
 
 # -- analysis -----------------------------------------------------------------------------
 @dataclass(frozen=True)
-class LayerAnalysis:
+class LayerAnalysis(Totals):
     """Per-layer rows and totals of a model described with layer specs.
 
     ``forward`` and ``backward`` are the summed Counts (``backward`` empty unless counted);
@@ -986,22 +953,6 @@ class LayerAnalysis:
     @property
     def total(self) -> Count:
         return self.forward + self.backward
-
-    @property
-    def macs(self) -> int:
-        return self.total.macs
-
-    @property
-    def flops(self) -> int:
-        return self.total.flops
-
-    @property
-    def elementwise_flops(self) -> int:
-        return self.total.elementwise_flops
-
-    @property
-    def bytes(self) -> int:
-        return self.total.bytes
 
     def __iter__(self) -> Iterator[LayerRow]:
         return iter(self.rows)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from ..results import register_kind
-from .counts import CONVENTION, Count, format_count
+from .counts import CONVENTION, Count, Totals, format_count
 
 __all__ = ["Coverage", "MemoryEstimate", "ModelAnalysis", "ModulePlacement", "ModuleRow",
            "Parameters", "UncountedOp"]
@@ -261,7 +261,7 @@ class ModulePlacement:
 
 
 @dataclass(frozen=True)
-class ModelAnalysis:
+class ModelAnalysis(Totals):
     """FLOPs, MACs, bytes, parameters and memory of a model, per module.
 
     ``macs``, ``flops``, ``elementwise_flops`` and ``bytes`` are totals over every pass
@@ -288,26 +288,6 @@ class ModelAnalysis:
     @property
     def total(self) -> Count:
         return self.forward + self.backward if self.backward is not None else self.forward
-
-    @property
-    def macs(self) -> int:
-        return self.total.macs
-
-    @property
-    def flops(self) -> int:
-        return self.total.flops
-
-    @property
-    def elementwise_flops(self) -> int:
-        return self.total.elementwise_flops
-
-    @property
-    def bytes(self) -> int:
-        return self.total.bytes
-
-    @property
-    def intensity(self) -> float:
-        return self.total.intensity
 
     @property
     def params(self) -> int:
