@@ -1,5 +1,5 @@
 """Argument checks shared by the Python layer: an integer argument must be an int (a numpy
-integer will do; a bool or a float will not) and at least its minimum. Raises the built-in
+integer will do; a bool or a float will not) and at least its minimum; a flag must be a bool. Raises the built-in
 TypeError or ValueError naming the argument; nothing else here.
 """
 
@@ -22,3 +22,10 @@ def check_int(name: str, value: Any, minimum: int | None = None) -> int:
         what = "positive" if minimum == 1 else f">= {minimum}"
         raise ValueError(f"{name} must be {what}, got {v}")
     return int(v)
+
+
+def check_bool(name: str, value: Any) -> bool:
+    """``value`` if it is a bool, else TypeError naming ``name`` (1 and "yes" are refused)."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be True or False, got {type(value).__name__} {value!r}")
+    return value

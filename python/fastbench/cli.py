@@ -7,6 +7,7 @@ Owns parsing, printing and exit codes; the work is done by the library. Errors p
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import sys
 from dataclasses import replace
 from typing import Callable, Sequence
@@ -188,15 +189,13 @@ def _tour_analysis(roof: roofline.Roofline, batch: int = 8) -> list[str]:
         steps[name] = la
         c = la.total
         attainable = roof.attainable(c.intensity, "float32", "DRAM")
-        bound = "memory-bound" if c.intensity < roof.ridge_points("float32")["DRAM"] else "compute-bound"
+        bound = roof.bound(c.intensity, "float32", "DRAM")
         lines.append(f"  {name:<18} {la.params:>9,} params  {format_count(c.macs, 'MACs'):>12}  "
                      f"{format_count(c.flops, 'FLOPs'):>12}  {format_count(c.bytes, 'B'):>10}  "
                      f"{c.intensity:6.1f} FLOP/B  >= {format_ns(c.flops / attainable)} ({bound})")
     lines += ["- the transformer block, layer by layer:"]
     lines += ["  " + line for line in steps["transformer_block"].lines()]
-    try:
-        import torch
-    except ImportError:
+    if importlib.util.find_spec("torch") is None:
         lines.append("- PyTorch is not installed: with it, fastbench.analysis.analyze and "
                      "`fastbench analyze` count any nn.Module from the aten ops it runs")
     else:
@@ -212,7 +211,6 @@ def _tour_analysis(roof: roofline.Roofline, batch: int = 8) -> list[str]:
                          f"{format_count(a.flops, 'FLOPs'):>12}  MACs and params {same}; "
                          f"{sum(a.coverage.ops.values())} aten calls, "
                          f"{'complete' if a.complete else 'INCOMPLETE'}")
-        del torch
     with memory.track() as m:
         block = np.ones(64 << 17)          # 64 MiB of float64, touched
         m.snapshot("allocated")

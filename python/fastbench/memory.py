@@ -23,7 +23,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import psutil
 
-from ._checks import check_int
+from ._checks import check_bool, check_int
 from .sysinfo import format_bytes
 
 __all__ = [
@@ -114,12 +114,6 @@ def _check_label(label: Any) -> str:
         raise ValueError(f"snapshot label {label!r} is reserved for the timeline's own "
                          f"{' and '.join(RESERVED_LABELS)} snapshots; choose another")
     return label
-
-
-def _check_bool(name: str, value: Any) -> bool:
-    if not isinstance(value, bool):
-        raise TypeError(f"{name} must be True or False, got {type(value).__name__}")
-    return value
 
 
 # -- results ----------------------------------------------------------------------------------
@@ -766,7 +760,7 @@ def track(*, python_heap: bool = True, method: str = "auto",
     OSError
         On entry, with ``method="clear_refs"`` where the peak cannot be reset.
     """
-    _check_bool("python_heap", python_heap)
+    check_bool("python_heap", python_heap)
     if not isinstance(method, str):
         raise TypeError(f"method must be a str, got {type(method).__name__}")
     if method not in METHODS:

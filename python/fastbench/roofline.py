@@ -123,6 +123,13 @@ class Roofline:
             raise ValueError(f"intensity must be a positive FLOPs/byte, got {intensity!r}")
         return min(self.peak_gflops(dtype), self._bandwidth(level) * intensity)
 
+    def bound(self, intensity: float, dtype: str = "float32", level: str = "DRAM",
+              ceiling: str | None = None) -> str:
+        """The verdict: "memory-bound" below the ridge point of ``dtype``'s compute ceiling (or ``ceiling``)
+        and ``level``'s bandwidth, "compute-bound" at or above it."""
+        ridge = self.peak_gflops(dtype, ceiling) / self._bandwidth(level)
+        return BOUNDS[0] if intensity < ridge else BOUNDS[1]
+
     def _bandwidth(self, level: str) -> float:
         if level not in self.memory:
             raise ValueError(f"level must be one of {', '.join(self.memory)}, got {level!r}")
@@ -174,7 +181,7 @@ class Roofline:
         return Placement(float(flops), float(bytes), float(secs), intensity,  # type: ignore[arg-type]
                          achieved,
                          attainable, achieved / attainable,
-                         "memory-bound" if intensity < ridge else "compute-bound",
+                         self.bound(intensity, dtype, level, ceiling),
                          self._compute_name(dtype, ceiling), level, ridge)
 
     # -- output --------------------------------------------------------------------------

@@ -22,6 +22,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from . import _core
+from ._checks import check_bool
 from .clocks import resolve_clock
 from .counters import CountersUnavailable, check_events, count_samples
 from .measurement import Measurement, measurement_warnings, relative_half_width
@@ -117,12 +118,6 @@ def run_config(
         counters=None if counters is None else tuple(check_events(counters)),  # type: ignore[arg-type]
         counters_missing=_check_missing(counters_missing),
     )
-
-
-def _check_memory(value: object) -> bool:
-    if not isinstance(value, bool):
-        raise TypeError(f"memory must be True or False, got {type(value).__name__}")
-    return value
 
 
 def _with_memory(m: Measurement, fn: Callable[..., Any], args: tuple[Any, ...],
@@ -448,7 +443,7 @@ def measure(
         raise TypeError(f"fn must be callable, got {type(fn).__name__}")
     cfg = run_config(warmup, min_time_s, repeat, loops, clock, disable_gc, max_time_s,
                      target_rel_ci, duration_s, counters, counters_missing)
-    track_memory = _check_memory(memory)
+    track_memory = check_bool("memory", memory)
     m = run_target(callable_target(fn, tuple(args), dict(kwargs), cfg.clock, name), cfg)
     return _with_memory(m, fn, tuple(args), dict(kwargs), cfg) if track_memory else m
 
@@ -551,7 +546,7 @@ def timeit(
         )
     cfg = run_config(warmup, min_time_s, repeat, loops, clock, disable_gc, max_time_s,
                      target_rel_ci, duration_s)
-    track_memory = _check_memory(memory)
+    track_memory = check_bool("memory", memory)
     glob = {} if globals is None else globals
     m = run_target(statement_target(stmt, setup, glob, cfg.clock), cfg)
     if not track_memory:

@@ -25,7 +25,7 @@ from torch.utils._pytree import tree_flatten
 from .counts import Count
 from .formulas import ELEMENTWISE_FLOPS
 
-__all__ = ["Handler", "NO_ARITHMETIC", "count_op", "handler_for", "tensor_bytes", "unique_numel"]
+__all__ = ["Handler", "NO_ARITHMETIC", "count_op", "is_known", "tensor_bytes", "unique_numel"]
 
 aten = torch.ops.aten
 Handler = Callable[[Mapping[str, Any], Any], Count]
@@ -158,46 +158,39 @@ def _sdpa_dims(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> tuple[int, 
     return bh, int(q.shape[-2]), int(k.shape[-2]), int(q.shape[-1]) + int(v.shape[-1])
 
 
-def _attention_count(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
-                     masked: bool) -> Count:
-    """QK^T and A.V in full (non-causal: the convention), a scale and a softmax per score,
-    one more op per score when a mask or causal masking applies."""
-    bh, lq, lk, e = _sdpa_dims(q, k, v)
+def _attention_count(bh: int, lq: int, lk: int, e: int, masked: bool) -> Count:
+    """QK^T and A.V in full (non-causal: the convention) over ``bh`` heads with query and
+    value head dims summing to ``e``, a scale and a softmax per score, one more op per score
+    when a mask or causal masking applies."""
     scores = bh * lq * lk
     per_score = 1 + _per_element("softmax") + (_per_element("where") if masked else 0)
     return Count(macs=scores * e, elementwise_flops=scores * per_score)
 
 
-def _attention_backward_count(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> Count:
-    bh, lq, lk, e = _sdpa_dims(q, k, v)
-    scores = bh * lq * lk
-    return Count(macs=2 * scores * e, elementwise_flops=scores * (1 + _per_element("softmax_backward")))
-
-
 def _sdpa_cpu(b: Mapping[str, Any], out: Any) -> Count:
     masked = bool(b.get("is_causal")) or b.get("attn_mask") is not None \
         or b.get("attn_bias") is not None
-    return _attention_count(b["query"], b["key"], b["value"], masked)
+    return _attention_count(*_sdpa_dims(b["query"], b["key"], b["value"]), masked)
 
 
 def _sdpa_backward(b: Mapping[str, Any], out: Any) -> Count:
-    q = b["query"]
-    return _attention_backward_count(q, b["key"], b["value"])
+    bh, lq, lk, e = _sdpa_dims(b["query"], b["key"], b["value"])
+    scores = bh * lq * lk
+    return Count(macs=2 * scores * e,
+                 elementwise_flops=scores * (1 + _per_element("softmax_backward")))
 
 
 def _native_mha(b: Mapping[str, Any], out: Any) -> Count:
     """The fused nn.MultiheadAttention inference path: the QKV projection with its bias, the
     attention products and softmax, the output projection with its bias, counted as the unfused
     path (F.multi_head_attention_forward) would count them."""
-    q, k, v = b["query"], b["key"], b["value"]
+    q, k = b["query"], b["key"]
     d, heads = int(b["embed_dim"]), int(b["num_head"])
     bsz, lq, lk = int(q.shape[0]), int(q.shape[1]), int(k.shape[1])
     tokens_q, tokens_kv = bsz * lq, bsz * lk
     proj = Count(macs=(tokens_q + 2 * tokens_kv) * d * d,
                  elementwise_flops=(tokens_q + 2 * tokens_kv) * d)
-    shape_q = torch.empty((bsz * heads, lq, d // heads), device="meta")
-    shape_k = torch.empty((bsz * heads, lk, d // heads), device="meta")
-    attn = _attention_count(shape_q, shape_k, shape_k, b["mask"] is not None)
+    attn = _attention_count(bsz * heads, lq, lk, 2 * (d // heads), b["mask"] is not None)
     out_proj = Count(macs=tokens_q * d * d, elementwise_flops=tokens_q * d)
     weights = Count(elementwise_flops=bsz * heads * lq * lk) \
         if b["need_weights"] and b["average_attn_weights"] else Count()
@@ -270,26 +263,17 @@ def _norm_backward(key: str) -> Handler:
     return count
 
 
-def _max_pool(backward: bool) -> Handler:
-    def count(b: Mapping[str, Any], out: Any) -> Count:
-        if backward:   # scatter each output gradient to its argmax
-            return Count(elementwise_flops=b["grad_output"].numel()
-                         * _per_element("max_pool_backward"))
-        window = _numel(b["kernel_size"])
-        if len(b["kernel_size"]) == 1:   # a single size covers every spatial dim
-            window = int(b["kernel_size"][0]) ** (b["self"].dim() - 2)
-        return Count(elementwise_flops=_first(out).numel() * window * _per_element("max_pool"))
-    return count
-
-
-def _avg_pool(backward: bool) -> Handler:
+def _pool(key: str, backward: bool) -> Handler:
+    """Forward: every output compares or adds its window. Backward: max pooling scatters each
+    output gradient to its argmax, average pooling spreads it over its window (per output)."""
     def count(b: Mapping[str, Any], out: Any) -> Count:
         if backward:
-            return Count(elementwise_flops=_first(out).numel() * _per_element("avg_pool_backward"))
-        window = _numel(b["kernel_size"])
-        if len(b["kernel_size"]) == 1:
-            window = int(b["kernel_size"][0]) ** (b["self"].dim() - 2)
-        return Count(elementwise_flops=_first(out).numel() * window * _per_element("avg_pool"))
+            grads = b["grad_output"].numel() if key == "max_pool" else _first(out).numel()
+            return Count(elementwise_flops=grads * _per_element(key + "_backward"))
+        kernel = b["kernel_size"]
+        window = (int(kernel[0]) ** (b["self"].dim() - 2) if len(kernel) == 1  # one size for all
+                  else _numel(kernel))
+        return Count(elementwise_flops=_first(out).numel() * window * _per_element(key))
     return count
 
 
@@ -460,11 +444,12 @@ _SPECIAL: dict[str, Handler] = {
     "native_layer_norm": _norm("layer_norm"), "native_layer_norm_backward": _norm_backward("layer_norm"),
     "native_group_norm": _norm("group_norm"), "native_group_norm_backward": _norm_backward("group_norm"),
     "_fused_rms_norm": _norm("rms_norm"), "_fused_rms_norm_backward": _norm_backward("rms_norm"),
-    "max_pool2d_with_indices": _max_pool(False), "max_pool3d_with_indices": _max_pool(False),
-    "max_pool2d_with_indices_backward": _max_pool(True),
-    "max_pool3d_with_indices_backward": _max_pool(True),
-    "avg_pool2d": _avg_pool(False), "avg_pool3d": _avg_pool(False),
-    "avg_pool2d_backward": _avg_pool(True), "avg_pool3d_backward": _avg_pool(True),
+    "max_pool2d_with_indices": _pool("max_pool", False),
+    "max_pool3d_with_indices": _pool("max_pool", False),
+    "max_pool2d_with_indices_backward": _pool("max_pool", True),
+    "max_pool3d_with_indices_backward": _pool("max_pool", True),
+    "avg_pool2d": _pool("avg_pool", False), "avg_pool3d": _pool("avg_pool", False),
+    "avg_pool2d_backward": _pool("avg_pool", True), "avg_pool3d_backward": _pool("avg_pool", True),
     "_adaptive_avg_pool2d": _adaptive_avg_pool, "_adaptive_avg_pool3d": _adaptive_avg_pool,
     "embedding": _embedding, "embedding_dense_backward": _embedding_backward,
     "_embedding_bag": _embedding_bag, "_embedding_bag_forward_only": _embedding_bag,
@@ -500,11 +485,6 @@ def _base_name(name: str) -> str:
         if base in _TABLE or base in NO_ARITHMETIC:
             return base
     return name
-
-
-def handler_for(name: str) -> Handler | None:
-    """The count function of the aten op ``name`` (the overload packet's name), if any."""
-    return _TABLE.get(name)
 
 
 def is_known(name: str) -> bool:

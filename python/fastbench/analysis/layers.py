@@ -13,7 +13,7 @@ import operator
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Iterator, Sequence
 
-from .._checks import check_int
+from .._checks import check_bool, check_int
 from . import formulas
 from .counts import CONVENTION, Cost, Count, Totals, format_count
 
@@ -35,9 +35,7 @@ def _int(owner: str, name: str, value: Any, minimum: int = 1) -> int:
 
 
 def _flag(owner: str, name: str, value: Any) -> bool:
-    if not isinstance(value, bool):
-        raise TypeError(f"{owner}: {name} must be True or False, got {value!r}")
-    return value
+    return check_bool(f"{owner}: {name}", value)
 
 
 def _ints(owner: str, name: str, value: Any, n: int, minimum: int) -> None:

@@ -316,8 +316,7 @@ class ModelAnalysis(Totals):
             dtype = next((dt for _, dt in self.inputs if dt.startswith("float")), "float32")
             if dtype not in ("float32", "float64"):
                 dtype = "float32"
-        ridge = roofline.ridge_points(dtype)[level] if level in roofline.memory else None
-        if ridge is None:
+        if level not in roofline.memory:
             raise ValueError(f"level must be one of {', '.join(roofline.memory)}, got {level!r}")
         out = []
         for row in self.modules:
@@ -328,8 +327,7 @@ class ModelAnalysis(Totals):
                 continue
             attainable = float(roofline.attainable(c.intensity, dtype, level))
             out.append(ModulePlacement(row.path, row.type, c.flops, c.bytes, c.intensity,
-                                       attainable,
-                                       "memory-bound" if c.intensity < ridge else "compute-bound",
+                                       attainable, roofline.bound(c.intensity, dtype, level),
                                        c.flops / (attainable * 1e9)))
         return out
 

@@ -10,7 +10,6 @@ Owns the run and the attribution; per-op arithmetic is ``aten_ops``'s and the re
 from __future__ import annotations
 
 import contextlib
-import math
 from collections import Counter, defaultdict
 from typing import Any, Iterator, Mapping, Sequence
 
@@ -68,12 +67,11 @@ def _unique_elements(tensors: Sequence[torch.Tensor]) -> tuple[int, dict[int, li
         spans = []
         for i in idx:
             t = tensors[i]
-            if t.is_contiguous():
-                spans.append((t.storage_offset(), t.storage_offset() + t.numel()))
-            else:   # a strided view: its extent in the storage bounds it
-                extent = 1 + sum((s - 1) * st for s, st in zip(t.shape, t.stride()) if s > 0)
-                spans.append((t.storage_offset(), t.storage_offset() + min(extent, t.numel()
-                                                                           if extent < 0 else extent)))
+            # The span of storage the tensor reaches (its numel when contiguous; a strided
+            # view's extent bounds it). Empty tensors reach nothing.
+            extent = 0 if t.numel() == 0 else \
+                1 + sum((n - 1) * abs(st) for n, st in zip(t.shape, t.stride()))
+            spans.append((t.storage_offset(), t.storage_offset() + extent))
         total += _union_length(spans)
     return total, by_storage
 
@@ -97,16 +95,20 @@ def _parameters(model: torch.nn.Module) -> Parameters:
         names = [n for i in idx for n in names_by_id[id(tensors[i])]]
         if len(names) > 1:
             tied.append(tuple(names))
-    by_dtype: dict[str, int] = defaultdict(int)
-    for dtype in {t.dtype for t in tensors}:
-        same = [t for t in tensors if t.dtype == dtype]
-        by_dtype[_dtype_name(dtype)] += _unique_elements(same)[0] * same[0].element_size()
+    by_dtype = _unique_bytes_by_dtype(tensors)
     buffers = list({id(b): b for _, b in model.named_buffers(remove_duplicate=False)}.values())
-    n_buffers = _unique_elements(buffers)[0]
-    buffer_bytes = sum(b.numel() * b.element_size() for b in buffers)
-    return Parameters(total, trainable, total - trainable, n_buffers,
-                      sum(by_dtype.values()), buffer_bytes, dict(by_dtype), tuple(tied),
-                      sum(p.numel() for _, p in named))
+    return Parameters(total, trainable, total - trainable, _unique_elements(buffers)[0],
+                      sum(by_dtype.values()), sum(_unique_bytes_by_dtype(buffers).values()),
+                      by_dtype, tuple(tied), sum(p.numel() for _, p in named))
+
+
+def _unique_bytes_by_dtype(tensors: Sequence[torch.Tensor]) -> dict[str, int]:
+    """Bytes of the unique storage ``tensors`` reach, per dtype."""
+    out: dict[str, int] = {}
+    for dtype in sorted({t.dtype for t in tensors}, key=str):
+        same = [t for t in tensors if t.dtype == dtype]
+        out[_dtype_name(dtype)] = _unique_elements(same)[0] * same[0].element_size()
+    return out
 
 
 # -- attribution ------------------------------------------------------------------------------
@@ -128,7 +130,6 @@ class _Modules:
         self.calls: Counter[str] = Counter()
         self.inputs: dict[str, tuple[tuple[int, ...], ...]] = {}
         self.outputs: dict[str, tuple[tuple[int, ...], ...]] = {}
-        self._handles: list[Any] = []
 
     def path_of(self, module: torch.nn.Module) -> str:
         path = self.paths.get(id(module))
@@ -353,11 +354,12 @@ def analyze(model: Any, *inputs: Any, backward: bool = False, grad_mode: str = "
     notes: list[str] = []
     backward_count: Count | None = None
     if backward:
-        backward_count = _run_backward(model, outputs, tally, modules, notes)
+        backward_count = _run_backward(model, outputs, tally, notes)
     rows = _rows(model, modules, tally)
     forward_total = sum(tally.forward.values(), Count())
-    trainable_bytes = sum(p.numel() * p.element_size()
-                          for p in {id(p): p for p in model.parameters() if p.requires_grad}.values())
+    # One gradient per unique trainable element (tied weights share theirs).
+    trainable_bytes = sum(_unique_bytes_by_dtype(
+        [p for p in model.parameters() if p.requires_grad]).values())
     memory = MemoryEstimate(params.bytes, params.buffer_bytes, trainable_bytes,
                             sum(saved.values()) if grad_mode == "grad" and saved else None,
                             peak, sum(t.numel() * t.element_size() for t in input_tensors))
@@ -373,7 +375,7 @@ def analyze(model: Any, *inputs: Any, backward: bool = False, grad_mode: str = "
 
 
 def _run_backward(model: torch.nn.Module, outputs: list[torch.Tensor], tally: _Tally,
-                  modules: _Modules, notes: list[str]) -> Count:
+                  notes: list[str]) -> Count:
     """Gradients of the outputs (seeded with ones) with respect to the trainable parameters,
     counted; torch.autograd.grad leaves every ``.grad`` as it was."""
     params = [p for p in {id(p): p for p in model.parameters()}.values() if p.requires_grad]
@@ -383,7 +385,7 @@ def _run_backward(model: torch.nn.Module, outputs: list[torch.Tensor], tally: _T
                                                  else "no trainable parameters"))
         return Count()
     seeds = [torch.ones_like(t) for t in roots]
-    with modules.hooked(), _CountingMode(tally):
+    with _CountingMode(tally):   # module hooks do not fire in backward: nodes say the module
         torch.autograd.grad(roots, params, seeds, allow_unused=True)
     return sum(tally.backward.values(), Count())
 
