@@ -1,9 +1,11 @@
 """Run-to-run stability: the spread of the reported figure for a ~1 µs workload over 10
 separate invocations (fresh processes), fastbench against timeit and pytest-benchmark style.
 
-Each invocation reports: fastbench.measure's median (and, for reference, its min); timeit's best of 5 repeats after
-autorange (what `python -m timeit` prints); and the pytest-benchmark default, the min over
-rounds of calibrated iterations (5 µs minimum round time, about 1 s in all). The spread is
+Each invocation reports: fastbench.measure's median (over its quiet-phase samples, as
+reports print it; for reference, the raw median of every sample and the min); timeit's best
+of 5 repeats after autorange (what `python -m timeit` prints); and the pytest-benchmark
+default, the min over rounds of calibrated iterations (5 µs minimum round time, about 1 s in
+all). The spread is
 (max - min) / median over the invocations. Target: fastbench <= 3%.
 Run on a quiet machine: python benchmarks/stability.py
 """
@@ -18,6 +20,7 @@ import time
 import timeit
 
 INVOCATIONS = 10
+TOOLS = ("fastbench", "fastbench raw median", "fastbench min", "timeit", "pytest-benchmark")
 
 
 def workload_factory():  # type: ignore[no-untyped-def]
@@ -55,8 +58,10 @@ def worker() -> None:
     timer = timeit.Timer(fn)
     loops, _ = timer.autorange()
     ti = min(timer.repeat(5, loops)) / loops * 1e9
-    print(json.dumps({"fastbench": m.median_ns, "fastbench min": m.min_ns, "timeit": ti,
-                      "pytest-benchmark": pytest_benchmark_style_min_ns(fn)}))
+    print(json.dumps({"fastbench": m.median_ns, "fastbench raw median": m.raw_median_ns,
+                      "fastbench min": m.min_ns, "timeit": ti,
+                      "pytest-benchmark": pytest_benchmark_style_min_ns(fn),
+                      "seconds": m.elapsed_s, "disturbed": m.phases.disturbed_share}))
 
 
 def main() -> None:
@@ -65,15 +70,17 @@ def main() -> None:
         out = subprocess.run([sys.executable, __file__, "--worker"], capture_output=True,
                              text=True, check=True).stdout
         runs.append(json.loads(out))
-        print(f"  invocation {i + 1}: " + ", ".join(f"{k} {v:.1f} ns" for k, v in runs[-1].items()),
+        r = runs[-1]
+        print(f"  invocation {i + 1}: " + ", ".join(f"{k} {r[k]:.1f} ns" for k in TOOLS)
+              + f"; fastbench sampled {r['seconds']:.2f} s, {r['disturbed']:.0%} in interference",
               flush=True)
     print()
     print(f"spread over {INVOCATIONS} invocations, (max - min) / median, workload sorted(150 ints), about 1 µs")
-    for tool in ("fastbench", "fastbench min", "timeit", "pytest-benchmark"):
+    for tool in TOOLS:
         values = [r[tool] for r in runs]
         spread = (max(values) - min(values)) / statistics.median(values) * 100
         target = "   (target <= 3%)" if tool == "fastbench" else ""
-        print(f"  {tool:<18}{spread:6.2f}%   median {statistics.median(values):.1f} ns{target}")
+        print(f"  {tool:<22}{spread:6.2f}%   median {statistics.median(values):.1f} ns{target}")
 
 
 if __name__ == "__main__":

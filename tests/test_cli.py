@@ -13,7 +13,7 @@ import pytest
 import fastbench
 
 STAT_LINE = re.compile(
-    r"^\d[\d.]* (ns|µs|ms|s) ± (\d+\.\d%|n/a) \(median of \d+ samples? × [\d,]+ loops, "
+    r"^\d[\d.]* (ns|µs|ms|s) ± (\d+\.\d%|n/a) \(median of \d+ (samples?|quiet-phase samples of \d+) × [\d,]+ loops, "
     r"(tsc|steady) clock\)$",
     re.MULTILINE,
 )

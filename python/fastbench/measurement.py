@@ -14,6 +14,7 @@ from numpy.typing import NDArray
 
 from .counters import SampleCounts
 from .memory import CallMemory
+from .phases import Phases, timing_phases
 from .stats import Summary, median_ci, summarize
 from .units import format_ns
 
@@ -22,6 +23,9 @@ _PERCENTILES = (5, 25, 50, 75, 95, 99)
 # Why sampling stopped: all `repeat` samples taken, the `target_rel_ci` reached, or the
 # `max_time_s` budget spent first.
 STOP_REASONS = ("repeat", "duration_s", "target_rel_ci", "max_time_s")
+
+# Warn when at least this share of the samples ran in interference phases.
+INTERFERENCE_WARN_SHARE = 0.05
 
 
 @dataclass(frozen=True, eq=False)
@@ -32,7 +36,7 @@ class Measurement:
     ----------
     samples_ns : ndarray of float64
         Per-call time of each counted sample in ns (sample duration / ``loops``), in the
-        order taken.
+        order taken. All of them, those of interference phases included (see ``phases``).
     loops : int
         Calls per sample.
     warmup_samples_ns : ndarray of float64
@@ -103,6 +107,20 @@ class Measurement:
         return result
 
     @property
+    def phases(self) -> Phases:
+        """Which samples ran in quiet phases (``fastbench.phases.quiet_phases``, windows of
+        about 10 ms of sampling). Every sample is quiet below 64 samples."""
+        if "phases" not in self._cache:
+            self._cache["phases"] = timing_phases(self.samples_ns, max(self.loops, 1))
+        result: Phases = self._cache["phases"]
+        return result
+
+    @property
+    def quiet_samples_ns(self) -> NDArray[np.float64]:
+        """The samples of quiet phases, in the order taken (all of them when none was found)."""
+        return self.samples_ns[self.phases.quiet]
+
+    @property
     def min_ns(self) -> float:
         return float(self.samples_ns.min())
 
@@ -112,7 +130,16 @@ class Measurement:
 
     @property
     def median_ns(self) -> float:
-        """Median per-call time, raw: what timeit would call the time."""
+        """Median per-call time over the quiet-phase samples: the figure reports give.
+
+        Equal to ``raw_median_ns`` when no interference phase was found. Stretches in which
+        a shared machine ran every sample slower (another tenant, the hypervisor) would
+        otherwise make the median report how much of the run they covered."""
+        return float(np.median(self.quiet_samples_ns))
+
+    @property
+    def raw_median_ns(self) -> float:
+        """Median per-call time over every sample, interference phases included."""
         return float(np.median(self.samples_ns))
 
     @property
@@ -143,9 +170,10 @@ class Measurement:
 
     @property
     def median_ci_ns(self) -> tuple[float, float] | None:
-        """Distribution-free 95% CI of the median; None below 6 samples."""
+        """Distribution-free 95% CI of ``median_ns`` (over the quiet-phase samples); None
+        below 6 samples."""
         if "median_ci" not in self._cache:
-            self._cache["median_ci"] = median_ci(self.samples_ns, 0.95)
+            self._cache["median_ci"] = median_ci(self.quiet_samples_ns, 0.95)
         ci: tuple[float, float] | None = self._cache["median_ci"]
         return ci
 
@@ -227,8 +255,11 @@ class Measurement:
         rel = self.rel_ci
         spread = f"± {rel * 100:.1f}%" if rel is not None else "± n/a"
         what = "sample" if self.n == 1 else "samples"
+        quiet = int(np.count_nonzero(self.phases.quiet))
+        if quiet < self.n:
+            what = f"quiet-phase samples of {self.n}"
         return (
-            f"{format_ns(self.median_ns)} {spread} (median of {self.n} {what} × "
+            f"{format_ns(self.median_ns)} {spread} (median of {quiet} {what} × "
             f"{self.loops:,} loops, {self.clock} clock)"
         )
 
@@ -250,6 +281,13 @@ def measurement_warnings(m: Measurement, clock_reason: str = "") -> tuple[str, .
         Why "auto" chose the clock it did; reported when that is a fallback to steady_clock.
     """
     found = list(m.summary.warnings)
+    phases = m.phases
+    if phases.disturbed_share >= INTERFERENCE_WARN_SHARE:
+        found.append(
+            f"interference: {phases.disturbed_share:.0%} of the samples ran in phases "
+            f"{phases.slowdown(m.samples_ns):.2f}x slower (raw median {format_ns(m.raw_median_ns)}); "
+            "the median is over the quiet phases, every sample is kept"
+        )
     if m.clock == "steady" and clock_reason.startswith("steady"):
         found.append(f"clock fallback: {clock_reason}")
     rel = m.rel_ci

@@ -27,6 +27,7 @@ from .clocks import resolve_clock
 from .counters import CountersUnavailable, check_events, count_samples
 from .measurement import Measurement, measurement_warnings, relative_half_width
 from .memory import call_memory
+from .phases import timing_phases
 from .stats import median_ci
 
 __all__ = ["Measurement", "Timer", "measure", "timeit"]
@@ -42,6 +43,10 @@ DEFAULT_SAMPLE_S = 1e-4
 DEFAULT_DURATION_S = 1.0
 # With a precision target and no budget, sampling stops after this long all the same.
 DEFAULT_ADAPTIVE_BUDGET_S = 10.0
+# When interference phases covered more than half of the duration_s sampling, sampling goes
+# on (in steps of a tenth of duration_s) until quiet phases add up to half of duration_s, or
+# until this many times duration_s have passed, whichever comes first (within max_time_s).
+QUIET_EXTENSION = 3.0
 # memory=True: untracked calls, then calls tracked one by one (median and max reported).
 MEMORY_WARMUP = 1
 MEMORY_CALLS = 3
@@ -232,9 +237,31 @@ def _fill_duration(target: Target, cfg: RunConfig, samples: list[float],
     return elapsed, cfg.max_time_s is not None and goal == cfg.max_time_s and elapsed >= goal
 
 
+def _wait_out_interference(target: Target, cfg: RunConfig, samples: list[float],
+                           elapsed: float) -> tuple[float, bool]:
+    """More samples while interference phases hold more than half of ``duration_s``: until
+    the quiet samples span half of it or QUIET_EXTENSION x ``duration_s`` have passed
+    (within the budget). Returns (elapsed s, whether the budget ended it)."""
+    goal = cfg.duration_s or 0.0
+    limit = goal * QUIET_EXTENSION
+    if cfg.max_time_s is not None:
+        limit = min(limit, cfg.max_time_s)
+    while elapsed < limit:
+        x = np.asarray(samples)
+        quiet_s = float(x[timing_phases(x, target.loops).quiet].sum()) * target.loops * 1e-9
+        if quiet_s >= goal / 2.0:
+            return elapsed, False
+        step = min(goal / 10.0, limit - elapsed)
+        more, _, spent = target.sample(int(step / (elapsed / len(samples)) * 1.25) + 8, step)
+        samples += more
+        elapsed += spent
+    return elapsed, cfg.max_time_s is not None and limit == cfg.max_time_s
+
+
 def _collect(target: Target, cfg: RunConfig) -> Measurement:
-    """Counted samples: ``repeat`` of them, then more until ``duration_s`` has passed, then
-    more while the precision target is unmet."""
+    """Counted samples: ``repeat`` of them, then more until ``duration_s`` has passed (and
+    more while interference phases held most of it), then more while the precision target
+    is unmet."""
     samples, exhausted, elapsed = target.sample(cfg.repeat, cfg.max_time_s or 0.0)
     if exhausted:  # the budget ended even the minimum of `repeat` samples
         return target.measurement(samples, elapsed, "max_time_s", cfg)
@@ -243,12 +270,16 @@ def _collect(target: Target, cfg: RunConfig) -> Measurement:
         elapsed, exhausted = _fill_duration(target, cfg, samples, elapsed)
         if exhausted:  # a budget shorter than duration_s
             return target.measurement(samples, elapsed, "max_time_s", cfg)
+        elapsed, exhausted = _wait_out_interference(target, cfg, samples, elapsed)
+        if exhausted:
+            return target.measurement(samples, elapsed, "max_time_s", cfg)
         reason = "duration_s"
     if cfg.target_rel_ci is None:
         return target.measurement(samples, elapsed, reason, cfg)
     budget = cfg.max_time_s or DEFAULT_ADAPTIVE_BUDGET_S
     while True:
-        rel = relative_half_width(median_ci(samples), float(np.median(samples)))
+        quiet = np.asarray(samples)[timing_phases(samples, target.loops).quiet]
+        rel = relative_half_width(median_ci(quiet), float(np.median(quiet)))
         if rel is not None and rel <= cfg.target_rel_ci:
             return target.measurement(samples, elapsed, "target_rel_ci", cfg)
         remaining = budget - elapsed
@@ -387,6 +418,10 @@ def measure(
         A shared machine's speed wanders by several percent over hundreds of
         milliseconds; spreading the samples over a second makes the median of one run
         agree with the next. ``None`` stops at ``repeat`` samples. ``max_time_s`` caps it.
+        When interference phases (stretches in which every sample ran slower, see
+        ``Measurement.phases``) held more than half of that time, sampling goes on until
+        quiet phases add up to half of ``duration_s``, for at most 3 x ``duration_s`` in
+        all. The reported median is over the quiet-phase samples.
     loops : int, optional
         Fixed calls per sample; skips the search.
     clock : {"auto", "tsc", "steady"}
