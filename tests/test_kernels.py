@@ -67,6 +67,53 @@ def test_gemm_alpha_beta_and_out(dtype: type) -> None:
     _check_close(nan, _reference(a, b), dtype, 30)
 
 
+def _at_offset(shape: tuple[int, int], dtype: type, offset: int) -> np.ndarray:
+    """A C-contiguous array starting ``offset`` elements after a 64-byte boundary."""
+    item = np.dtype(dtype).itemsize
+    count = shape[0] * shape[1]
+    raw = np.empty(count * item + 128, dtype=np.uint8)
+    start = (-raw.ctypes.data) % 64 + offset * item
+    view = raw[start:start + count * item].view(dtype).reshape(shape)
+    assert view.ctypes.data % 64 == offset * item
+    return view
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("threads", [1, 2])
+def test_gemm_output_at_every_offset_in_a_cache_line(dtype: type, threads: int) -> None:
+    # Rows whole cache lines long let gemm shift its tiles onto line boundaries: the first
+    # tile of every row starts before C and must store only C's own columns, at any offset.
+    line = 64 // np.dtype(dtype).itemsize
+    for m, n, k in [(13, 4 * line, 37), (30, 2 * line + line, 300), (7, line * 5, 9)]:
+        a = RNG.standard_normal((m, k)).astype(dtype)
+        b = RNG.standard_normal((k, n)).astype(dtype)
+        want = _reference(a, b)
+        for offset in range(line):
+            out = _at_offset((m, n), dtype, offset)
+            c0 = RNG.standard_normal((m, n)).astype(dtype)
+            out[...] = c0
+            kernels.gemm(a, b, out, threads=threads)
+            _check_close(out, want, dtype, k)
+            out[...] = c0
+            kernels.gemm(a, b, out, alpha=-1.5, beta=0.5, threads=threads)
+            _check_close(out, -1.5 * want + 0.5 * c0, dtype, k)
+
+
+def test_gemm_never_writes_outside_out() -> None:
+    # Guard cells on both sides of an out whose first tile starts before it.
+    for dtype in DTYPES:
+        line = 64 // np.dtype(dtype).itemsize
+        m, n, k = 9, 3 * line, 40
+        whole = _at_offset((1, m * n + 2 * line), dtype, 0)[0]
+        whole[...] = 7.0
+        out = whole[line + 3:line + 3 + m * n].reshape(m, n)  # 3 elements into a line
+        a = RNG.standard_normal((m, k)).astype(dtype)
+        b = RNG.standard_normal((k, n)).astype(dtype)
+        kernels.gemm(a, b, out, threads=2)
+        _check_close(out, _reference(a, b), dtype, k)
+        assert np.all(whole[:line + 3] == 7.0) and np.all(whole[line + 3 + m * n:] == 7.0)
+
+
 def test_gemm_reads_non_contiguous_inputs() -> None:
     a = RNG.standard_normal((40, 60))[:, ::2]  # 40 x 30, strided
     b = RNG.standard_normal((20, 30)).T  # 30 x 20, Fortran order
