@@ -115,10 +115,10 @@ def quiet_phases(samples: Any, window: int, *, min_tolerance: float = MIN_TOLERA
     -----
     The level is the smallest window median. A window is quiet when its median is at most
     ``level * (1 + tolerance)``, with ``tolerance`` the larger of ``min_tolerance`` and six
-    standard errors of a window median relative to the level; the
-    standard error is ``1.2533 * 1.4826 * MAD / sqrt(window)`` (a median's asymptotic error for
-    normal data), its median over the windows. Interference is assumed to slow samples down,
-    never to speed them up.
+    standard errors of a window median relative to the level. The standard error is
+    ``1.2533 * 1.4826 * MAD / sqrt(window)`` (a median's asymptotic error for normal data),
+    its median over the windows. Interference is assumed to slow samples down, never to
+    speed them up.
     """
     x = as_samples(samples)
     if np.any(x <= 0.0):
