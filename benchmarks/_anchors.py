@@ -74,3 +74,18 @@ def alternating_blocks(fns: dict[str, Callable[[], Any]], blocks: int = 3, block
                 fn()
                 times[name].append(time.perf_counter() - t0)
     return times
+
+
+def paired_block_ratio(times: dict[str, list[float]], num: str, den: str, blocks: int) -> float:
+    """Median over blocks of median(times[num]) / median(times[den]) within each block.
+
+    ``times`` comes from :func:`alternating_blocks` with the same ``blocks``: each side's list
+    holds ``blocks`` runs of equal length, and block i of one side ran right beside block i
+    of the other, so a slow phase of the machine that spans both cancels in their ratio.
+    """
+    def medians(name: str) -> list[float]:
+        values = times[name]
+        per = len(values) // blocks
+        return [statistics.median(values[i * per:(i + 1) * per]) for i in range(blocks)]
+
+    return statistics.median(x / y for x, y in zip(medians(num), medians(den)))

@@ -3,9 +3,9 @@
 numpy's large arrays start 16 bytes into a 64-byte line; gemm shifts its tiles of C onto
 lines when C's rows are whole lines long, so an output at offset 16 should run as fast as
 one at offset 0. Both outputs (same shape, same inputs) are timed in alternating blocks
-(_anchors.alternating_blocks); the ratio is offset 16's time over offset 0's: about 1.0
-means the offset costs nothing, above 1.0 that it is slower. numpy's matmul (one thread)
-into a fresh array is shown beside.
+(_anchors.alternating_blocks); the ratio is offset 16's time over offset 0's, block by
+block (_anchors.paired_block_ratio): about 1.0 means the offset costs nothing, above 1.0
+that it is slower. numpy's matmul (one thread) into a fresh array is shown beside.
 Run on a quiet machine: python benchmarks/gemm_alignment.py
 """
 
@@ -17,7 +17,7 @@ import statistics
 os.environ["OPENBLAS_NUM_THREADS"] = "1"  # read when numpy's BLAS loads: before the import
 
 import numpy as np
-from _anchors import alternating_blocks
+from _anchors import alternating_blocks, paired_block_ratio
 
 from fastbench import kernels
 
@@ -46,7 +46,7 @@ def main() -> None:
                 "numpy": lambda: np.matmul(a, b, out=ref)}, blocks=5)
             med = {k: statistics.median(v) for k, v in times.items()}
             gf = {k: 2.0 * n ** 3 / t / 1e9 for k, t in med.items()}
-            ratio = statistics.median(t16 / t0 for t0, t16 in zip(times["0"], times["16"]))
+            ratio = paired_block_ratio(times, "16", "0", 5)
             print(f"  {dtype:<9}{n:>6}{gf['0']:>10.1f}{gf['16']:>11.1f}{gf['numpy']:>9.1f}"
                   f"{ratio:>9.3f}")
 
