@@ -76,16 +76,18 @@ def alternating_blocks(fns: dict[str, Callable[[], Any]], blocks: int = 3, block
     return times
 
 
-def paired_block_ratio(times: dict[str, list[float]], num: str, den: str, blocks: int) -> float:
-    """Median over blocks of median(times[num]) / median(times[den]) within each block.
+def paired_block_ratio(times: dict[str, list[float]], num: str, den: str, blocks: int,
+                       within: Callable[[list[float]], float] = statistics.median) -> float:
+    """Median over blocks of within(times[num]) / within(times[den]) in each block.
 
     ``times`` comes from :func:`alternating_blocks` with the same ``blocks``: each side's list
     holds ``blocks`` runs of equal length, and block i of one side ran right beside block i
     of the other, so a slow phase of the machine that spans both cancels in their ratio.
+    ``within`` sums up one block: its median call (default) or ``min``, its fastest.
     """
-    def medians(name: str) -> list[float]:
+    def per_block(name: str) -> list[float]:
         values = times[name]
         per = len(values) // blocks
-        return [statistics.median(values[i * per:(i + 1) * per]) for i in range(blocks)]
+        return [within(values[i * per:(i + 1) * per]) for i in range(blocks)]
 
-    return statistics.median(x / y for x, y in zip(medians(num), medians(den)))
+    return statistics.median(x / y for x, y in zip(per_block(num), per_block(den)))

@@ -419,6 +419,23 @@ def test_compare_measurements_known_shift(cand: Any, verdict: str) -> None:
     assert "unpaired saved samples, Mann-Whitney U" in str(c)
 
 
+def test_compare_measurements_leaves_out_interference_phases() -> None:
+    # The baseline ran 60% of its time in a phase 1.5x slower, in whole windows;
+    # the candidate is 10% slower than the baseline's quiet level.
+    rng = np.random.default_rng(5)
+    base = rng.lognormal(np.log(1050.0), 0.01, 3000)  # ~1.05 ms samples: windows of 10
+    base[500:2300] *= 1.5
+    cand = rng.lognormal(np.log(1155.0), 0.01, 3000)
+    c = compare_measurements(_synthetic(base), {"cand": _synthetic(cand)}, baseline_name="base")
+    quiet = c.measurements["base"].quiet_samples_ns
+    assert quiet.size == 1200 and c.rounds == 1200
+    r = c.results["cand"]
+    assert r.speedup == pytest.approx(np.median(quiet) / np.median(cand), rel=1e-4)
+    assert r.speedup == pytest.approx(1 / 1.1, rel=0.01)
+    assert r.verdict == "slower"
+    assert np.median(base) > np.median(cand)  # every sample would have said "faster"
+
+
 def test_compare_measurements_several_candidates_corrected() -> None:
     cands = {"slower": _synthetic(SLOWER), "faster": _synthetic(FASTER)}
     c = compare_measurements(_synthetic(BASE), cands)

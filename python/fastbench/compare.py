@@ -273,8 +273,11 @@ def compare_measurements(
 ) -> Comparison:
     """Judge saved measurements (not interleaved) against a baseline, as unpaired samples.
 
-    The speedup is ``median(baseline) / median(candidate)`` with a bootstrap interval, the
-    p-value Mann-Whitney's U test (Welch's t on log times is reported beside it).
+    Each measurement contributes its quiet-phase samples (``Measurement.quiet_samples_ns``,
+    all of them when no interference phase was found), so the speedup agrees with the
+    medians reports print. The speedup is ``median(baseline) / median(candidate)`` with a
+    bootstrap interval, the p-value Mann-Whitney's U test (Welch's t on log times is reported
+    beside it).
 
     Raises
     ------
@@ -286,13 +289,13 @@ def compare_measurements(
     if baseline_name in candidates:
         raise ValueError(f"a candidate is named like the baseline ({baseline_name!r})")
     measurements = {baseline_name: baseline, **candidates}
-    samples = {n: m.samples_ns for n, m in measurements.items()}
+    samples = {n: m.quiet_samples_ns for n, m in measurements.items()}
     return Comparison(
         baseline=baseline_name,
         measurements=dict(measurements),
         results=_judge(baseline_name, samples, False, alpha, min_effect, correction),
         paired=False,
         correction=correction,
-        rounds=min(m.n for m in measurements.values()),
+        rounds=min(v.size for v in samples.values()),
         stop_reason="saved",
     )
