@@ -72,7 +72,7 @@ def main() -> None:
         runs.append(json.loads(out))
         r = runs[-1]
         print(f"  invocation {i + 1}: " + ", ".join(f"{k} {r[k]:.1f} ns" for k in TOOLS)
-              + f"; fastbench sampled {r['seconds']:.2f} s, {r['disturbed']:.0%} in interference",
+              + f"; fastbench sampled {r['seconds']:.2f} s, {r['disturbed']:.1%} in interference",
               flush=True)
     print()
     print(f"spread over {INVOCATIONS} invocations, (max - min) / median, workload sorted(150 ints), about 1 µs")

@@ -284,7 +284,7 @@ def measurement_warnings(m: Measurement, clock_reason: str = "") -> tuple[str, .
     phases = m.phases
     if phases.disturbed_share >= INTERFERENCE_WARN_SHARE:
         found.append(
-            f"interference: {phases.disturbed_share:.0%} of the samples ran in phases "
+            f"interference: {phases.disturbed_share:.1%} of the samples ran in phases "
             f"{phases.slowdown(m.samples_ns):.2f}x slower (raw median {format_ns(m.raw_median_ns)}); "
             "the median is over the quiet phases, every sample is kept"
         )
