@@ -24,8 +24,10 @@ _PERCENTILES = (5, 25, 50, 75, 95, 99)
 # `max_time_s` budget spent first.
 STOP_REASONS = ("repeat", "duration_s", "target_rel_ci", "max_time_s")
 
-# Warn when at least this share of the samples ran in interference phases.
+# Warn when at least this share of the samples ran in interference phases and they moved
+# the median of all samples by at least this much.
 INTERFERENCE_WARN_SHARE = 0.05
+INTERFERENCE_WARN_SHIFT = 0.01
 
 
 @dataclass(frozen=True, eq=False)
@@ -282,7 +284,8 @@ def measurement_warnings(m: Measurement, clock_reason: str = "") -> tuple[str, .
     """
     found = list(m.summary.warnings)
     phases = m.phases
-    if phases.disturbed_share >= INTERFERENCE_WARN_SHARE:
+    moved = m.raw_median_ns / m.median_ns - 1.0 if m.median_ns > 0 else 0.0
+    if phases.disturbed_share >= INTERFERENCE_WARN_SHARE and moved >= INTERFERENCE_WARN_SHIFT:
         found.append(
             f"interference: {phases.disturbed_share:.1%} of the samples ran in phases "
             f"{phases.slowdown(m.samples_ns):.2f}x slower (raw median {format_ns(m.raw_median_ns)}); "
