@@ -243,20 +243,21 @@ def _disturbed(normal_ns: float, disturbed_ns: float, rounds: set[int],
 
 
 def test_two_disturbed_rounds_do_not_hide_a_clear_slowdown() -> None:
-    # The candidate is 50% slower in every round; in 2 of 15 rounds the baseline's sample
-    # is disturbed (3x slower, as a preempted sample on a busy machine). 13 of 15 pairs
+    # The candidate is 2x slower in every round; in 2 of 15 rounds the baseline's sample
+    # is disturbed (6x slower, as a preempted sample on a busy machine). 13 of 15 pairs
     # say "slower" and the sign-test interval of the speedup lies wholly below 1, but the
     # Wilcoxon signed-rank test gives the two outliers the top ranks (W+ = 14 + 15), so
-    # p ~ 0.08 and the verdict must not fall back to "no significant difference".
+    # p ~ 0.06 and the verdict must not fall back to "no significant difference". (A 2x
+    # gap keeps the set-up intact when the host slows a single sample by half.)
     loops, hit = 200, {3, 9}
-    c = compare({"baseline": _disturbed(1000.0, 3000.0, hit, loops),
-                 "cand": _disturbed(1500.0, 1500.0, hit, loops)},
+    c = compare({"baseline": _disturbed(1000.0, 6000.0, hit, loops),
+                 "cand": _disturbed(2000.0, 2000.0, hit, loops)},
                 rounds=15, loops=loops, warmup=0, min_time_s=0.002)
     r = c.results["cand"]
     ratios = c.measurements["baseline"].samples_ns / c.measurements["cand"].samples_ns
     assert int(np.sum(ratios < 1.0)) == 13, ratios  # the set-up is as intended
     assert r.speedup_ci is not None and r.speedup_ci[1] < 1.0
-    assert r.speedup < 0.9
+    assert r.speedup < 0.6
     assert r.verdict == "slower", (r.p_value, r.speedup_ci)
 
 
