@@ -7,6 +7,7 @@ import re
 
 import numpy as np
 import pytest
+import scipy.stats as sps
 
 from fastbench import timing
 from fastbench.measurement import Measurement, measurement_warnings
@@ -73,6 +74,25 @@ def test_tolerance_grows_with_the_noise_of_a_window_median() -> None:
     # relative to the smallest window median (about 2.5 errors below 1000)
     se = 1.2533 * 0.3 / np.sqrt(WINDOW)
     assert noisy.tolerance == pytest.approx(6 * se / (1 - 2.5 * se), rel=0.15)
+
+
+def test_a_steady_drift_is_not_taken_for_interference() -> None:
+    # the workload slows by 10% over the run, window after window: a drift, not phases
+    x = _phased(100, {j: 1.0 + 0.1 * j / 99 for j in range(100)}, seed=8, sigma=0.005)
+    p = quiet_phases(x, WINDOW)
+    assert p.trend > 0.8 and p.windows == 100
+    assert not p.found  # every sample quiet: the median is the plain median
+    # its Kendall tau against scipy's (no ties among the window medians)
+    medians = np.median(x.reshape(100, WINDOW), axis=1)
+    assert p.trend == pytest.approx(sps.kendalltau(np.arange(100), medians).statistic)
+
+
+def test_an_episode_at_the_end_is_still_a_phase() -> None:
+    # the last 30% of the run 1.3x slower: a step, tau ~0.4, found as interference
+    slow = {j: 1.3 for j in range(70, 100)}
+    p = quiet_phases(_phased(100, slow, seed=9), WINDOW)
+    assert 0.2 < p.trend < 0.8
+    np.testing.assert_array_equal(p.quiet, _truth(100, slow))
 
 
 def test_few_windows_leave_every_sample_quiet() -> None:

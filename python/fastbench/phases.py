@@ -10,6 +10,11 @@ takes each window's median, and calls a window *quiet* when its median is within
 of the fastest window's. The tolerance grows with the statistical uncertainty of a
 window's median, so a workload whose samples merely scatter is not split into phases.
 
+A steady trend is not interference: when the window medians rise (or fall) with time
+almost monotonically (Kendall's tau of at least 0.8 against the window order), the workload
+itself drifts (a growing data structure, a cache warming up) and every sample is quiet;
+``fastbench.stats.summarize`` reports the drift.
+
 Samples are never dropped: the result is a mask; the caller keeps every sample.
 """
 
@@ -40,6 +45,9 @@ MIN_TOLERANCE = 0.02
 TOLERANCE_SE = 6.0
 # Wall time of one window when sizing windows from the sample duration.
 WINDOW_S = 0.01
+# Window medians this monotonic in time (Kendall's tau against the window order) are a
+# drift of the workload, not phases of the machine.
+DRIFT_TAU = 0.8
 
 
 @dataclass(frozen=True)
@@ -58,6 +66,9 @@ class Phases:
         Relative excess over ``level`` still counted as quiet.
     windows : int
         Number of windows; 0 when there were too few samples to look for phases.
+    trend : float
+        Kendall's tau of the window medians against their order (0.0 without windows); at
+        or above 0.8 in size the run is taken as a drift and every sample is quiet.
     """
 
     quiet: NDArray[np.bool_]
@@ -65,6 +76,7 @@ class Phases:
     level: float
     tolerance: float
     windows: int
+    trend: float = 0.0
 
     @property
     def disturbed_share(self) -> float:
@@ -140,9 +152,19 @@ def quiet_phases(samples: Any, window: int, *, min_tolerance: float = MIN_TOLERA
         errors[j] = 1.2533 * 1.4826 * float(np.median(np.abs(part - med))) / math.sqrt(b - a)
     level = float(medians.min())
     tolerance = max(min_tolerance, TOLERANCE_SE * float(np.median(errors)) / level)
+    trend = _kendall_tau_in_order(medians)
+    if abs(trend) >= DRIFT_TAU:
+        return Phases(np.ones(x.size, dtype=bool), window, level, tolerance, count, trend)
     quiet_window = medians <= level * (1.0 + tolerance)
     quiet = np.repeat(quiet_window, ends - starts)
-    return Phases(quiet, window, level, tolerance, count)
+    return Phases(quiet, window, level, tolerance, count, trend)
+
+
+def _kendall_tau_in_order(values: NDArray[np.float64]) -> float:
+    """Kendall's tau-a between ``values`` and their positions (ties count as neither)."""
+    n = values.size
+    signs = np.sign(values[None, :] - values[:, None])  # [i, j]: sign(v_j - v_i)
+    return float(np.triu(signs, k=1).sum()) / (n * (n - 1) / 2.0)
 
 
 def timing_phases(per_call_ns: Any, loops: int) -> Phases:
