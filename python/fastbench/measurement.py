@@ -120,7 +120,10 @@ class Measurement:
     @property
     def quiet_samples_ns(self) -> NDArray[np.float64]:
         """The samples of quiet phases, in the order taken (all of them when none was found)."""
-        return self.samples_ns[self.phases.quiet]
+        if "quiet" not in self._cache:
+            self._cache["quiet"] = self.samples_ns[self.phases.quiet]
+        quiet: NDArray[np.float64] = self._cache["quiet"]
+        return quiet
 
     @property
     def min_ns(self) -> float:

@@ -9,7 +9,6 @@ import here: the names follow torch.nn so that a description reads like the mode
 from __future__ import annotations
 
 import math
-import operator
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Iterator, Sequence
 
@@ -52,18 +51,8 @@ def _ints(owner: str, name: str, value: Any, n: int, minimum: int) -> None:
 def _as_shape(value: Any, what: str = "input shape") -> Shape:
     if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
         raise TypeError(f"{what} must be a tuple of ints, got {type(value).__name__} {value!r}")
-    dims = []
-    for i, d in enumerate(value):
-        if isinstance(d, bool):
-            raise TypeError(f"{what} {tuple(value)!r}: dimension {i} is a bool")
-        try:
-            d = operator.index(d)
-        except TypeError:
-            raise TypeError(f"{what} {tuple(value)!r}: dimension {i} is not an int") from None
-        if d <= 0:
-            raise ValueError(f"{what} {tuple(value)!r}: dimension {i} must be positive")
-        dims.append(int(d))
-    return tuple(dims)
+    return tuple(check_int(f"{what} {tuple(value)!r}: dimension {i}", d, 1)
+                 for i, d in enumerate(value))
 
 
 @dataclass(frozen=True)
@@ -750,8 +739,51 @@ def _pair(value: Any) -> Any:
     return value if isinstance(value, Sequence) else (value, value)
 
 
+class _Pool2dMixin(Layer):
+    """What the 2-d max and average pool specs share; the dataclasses below hold the fields,
+    each in torch's argument order (average pooling has no dilation)."""
+
+    kernel_size: int | tuple[int, int]
+    stride: int | tuple[int, int] | None
+    padding: int | tuple[int, int]
+    ceil_mode: bool
+
+    def __post_init__(self) -> None:
+        name = type(self).__name__
+        _ints(name, "kernel_size", self.kernel_size, 2, 1)
+        if self.stride is not None:
+            _ints(name, "stride", self.stride, 2, 1)
+        _ints(name, "padding", self.padding, 2, 0)
+        _ints(name, "dilation", self._dilation, 2, 1)
+        _flag(name, "ceil_mode", self.ceil_mode)
+
+    @property
+    def _dilation(self) -> int | tuple[int, int]:
+        return 1
+
+    @property
+    def params(self) -> int:
+        return 0
+
+    def _formula(self, x: Shape, kernel: Any, stride: Any, padding: Any, dilation: Any,
+                 **kw: Any) -> Cost:
+        raise NotImplementedError
+
+    def cost(self, input_shape: Sequence[int], dtype: Any = "float32", input_grad: bool = True,
+             training: bool = True) -> tuple[Cost, Shape]:
+        x = _as_shape(input_shape)
+        _pool_input(x)
+        k, p, d = _pair(self.kernel_size), _pair(self.padding), _pair(self._dilation)
+        s = None if self.stride is None else _pair(self.stride)
+        c = self._formula(x, k, s, p, d, ceil_mode=self.ceil_mode, dtype=dtype,
+                          input_grad=input_grad)
+        out = tuple(formulas.pool_output_size(*a, ceil_mode=self.ceil_mode)
+                    for a in zip(x[-2:], k, k if s is None else s, p, d))
+        return c, x[:-2] + out
+
+
 @dataclass(frozen=True)
-class MaxPool2d(Layer):
+class MaxPool2d(_Pool2dMixin):
     """``torch.nn.MaxPool2d``: ``stride`` defaults to ``kernel_size``."""
 
     kernel_size: int | tuple[int, int]
@@ -760,40 +792,17 @@ class MaxPool2d(Layer):
     dilation: int | tuple[int, int] = 1
     ceil_mode: bool = False
 
-    def __post_init__(self) -> None:
-        _ints("MaxPool2d", "kernel_size", self.kernel_size, 2, 1)
-        if self.stride is not None:
-            _ints("MaxPool2d", "stride", self.stride, 2, 1)
-        _ints("MaxPool2d", "padding", self.padding, 2, 0)
-        _ints("MaxPool2d", "dilation", self.dilation, 2, 1)
-        _flag("MaxPool2d", "ceil_mode", self.ceil_mode)
-
     @property
-    def params(self) -> int:
-        return 0
+    def _dilation(self) -> int | tuple[int, int]:
+        return self.dilation
 
-    def cost(self, input_shape: Sequence[int], dtype: Any = "float32", input_grad: bool = True,
-             training: bool = True) -> tuple[Cost, Shape]:
-        x = _as_shape(input_shape)
-        _pool_input(x)
-        c = formulas.max_pool(x, _pair(self.kernel_size),
-                              None if self.stride is None else _pair(self.stride),
-                              _pair(self.padding), _pair(self.dilation),
-                              ceil_mode=self.ceil_mode, dtype=dtype, input_grad=input_grad)
-        return c, _pool_shape(x, self)
-
-
-def _pool_shape(x: Shape, layer: MaxPool2d | AvgPool2d) -> Shape:
-    k = _pair(layer.kernel_size)
-    s = k if layer.stride is None else _pair(layer.stride)
-    p = _pair(layer.padding)
-    d = _pair(layer.dilation if isinstance(layer, MaxPool2d) else 1)
-    return x[:-2] + tuple(formulas.pool_output_size(*a, ceil_mode=layer.ceil_mode)
-                          for a in zip(x[-2:], k, s, p, d))
+    def _formula(self, x: Shape, kernel: Any, stride: Any, padding: Any, dilation: Any,
+                 **kw: Any) -> Cost:
+        return formulas.max_pool(x, kernel, stride, padding, dilation, **kw)
 
 
 @dataclass(frozen=True)
-class AvgPool2d(Layer):
+class AvgPool2d(_Pool2dMixin):
     """``torch.nn.AvgPool2d``: ``stride`` defaults to ``kernel_size``."""
 
     kernel_size: int | tuple[int, int]
@@ -801,26 +810,9 @@ class AvgPool2d(Layer):
     padding: int | tuple[int, int] = 0
     ceil_mode: bool = False
 
-    def __post_init__(self) -> None:
-        _ints("AvgPool2d", "kernel_size", self.kernel_size, 2, 1)
-        if self.stride is not None:
-            _ints("AvgPool2d", "stride", self.stride, 2, 1)
-        _ints("AvgPool2d", "padding", self.padding, 2, 0)
-        _flag("AvgPool2d", "ceil_mode", self.ceil_mode)
-
-    @property
-    def params(self) -> int:
-        return 0
-
-    def cost(self, input_shape: Sequence[int], dtype: Any = "float32", input_grad: bool = True,
-             training: bool = True) -> tuple[Cost, Shape]:
-        x = _as_shape(input_shape)
-        _pool_input(x)
-        c = formulas.avg_pool(x, _pair(self.kernel_size),
-                              None if self.stride is None else _pair(self.stride),
-                              _pair(self.padding), ceil_mode=self.ceil_mode, dtype=dtype,
-                              input_grad=input_grad)
-        return c, _pool_shape(x, self)
+    def _formula(self, x: Shape, kernel: Any, stride: Any, padding: Any, dilation: Any,
+                 **kw: Any) -> Cost:
+        return formulas.avg_pool(x, kernel, stride, padding, **kw)  # no dilation
 
 
 @dataclass(frozen=True)
