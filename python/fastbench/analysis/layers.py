@@ -510,55 +510,55 @@ def _normalized_shape(owner: str, value: Any) -> Shape:
 
 
 @dataclass(frozen=True)
-class LayerNorm(Layer):
-    """``torch.nn.LayerNorm(normalized_shape, elementwise_affine=affine)``."""
+class _TrailingNorm(Layer):
+    """A norm over the trailing ``normalized_shape`` dimensions (LayerNorm, RMSNorm)."""
 
     normalized_shape: int | tuple[int, ...]
     affine: bool = True
 
+    # Parameters per normalised element when affine (weight, and bias where there is one).
+    per_element: ClassVar[int] = 2
+
     def __post_init__(self) -> None:
-        _normalized_shape("LayerNorm", self.normalized_shape)
-        _flag("LayerNorm", "affine", self.affine)
+        _normalized_shape(type(self).__name__, self.normalized_shape)
+        _flag(type(self).__name__, "affine", self.affine)
+
+    @property
+    def _norm(self) -> Shape:
+        return _normalized_shape(type(self).__name__, self.normalized_shape)
 
     @property
     def params(self) -> int:
-        return 2 * math.prod(_normalized_shape("LayerNorm", self.normalized_shape)) \
-            if self.affine else 0
+        return self.per_element * math.prod(self._norm) if self.affine else 0
+
+    def _formula(self, x: Shape, norm: Shape, **kw: Any) -> Cost:
+        raise NotImplementedError
 
     def cost(self, input_shape: Sequence[int], dtype: Any = "float32", input_grad: bool = True,
              training: bool = True) -> tuple[Cost, Shape]:
         x = _as_shape(input_shape)
-        norm = _normalized_shape("LayerNorm", self.normalized_shape)
+        norm = self._norm
         if x[len(x) - len(norm):] != norm or len(x) < len(norm):
             raise ValueError(f"expected input shape (..., {', '.join(map(str, norm))}), got {x}")
-        return formulas.layer_norm(x, norm, affine=self.affine, dtype=dtype,
-                                   input_grad=input_grad), x
+        return self._formula(x, norm, affine=self.affine, dtype=dtype, input_grad=input_grad), x
 
 
 @dataclass(frozen=True)
-class RMSNorm(Layer):
+class LayerNorm(_TrailingNorm):
+    """``torch.nn.LayerNorm(normalized_shape, elementwise_affine=affine)``."""
+
+    def _formula(self, x: Shape, norm: Shape, **kw: Any) -> Cost:
+        return formulas.layer_norm(x, norm, **kw)
+
+
+@dataclass(frozen=True)
+class RMSNorm(_TrailingNorm):
     """``torch.nn.RMSNorm(normalized_shape, elementwise_affine=affine)``: a weight, no bias."""
 
-    normalized_shape: int | tuple[int, ...]
-    affine: bool = True
+    per_element: ClassVar[int] = 1
 
-    def __post_init__(self) -> None:
-        _normalized_shape("RMSNorm", self.normalized_shape)
-        _flag("RMSNorm", "affine", self.affine)
-
-    @property
-    def params(self) -> int:
-        return math.prod(_normalized_shape("RMSNorm", self.normalized_shape)) \
-            if self.affine else 0
-
-    def cost(self, input_shape: Sequence[int], dtype: Any = "float32", input_grad: bool = True,
-             training: bool = True) -> tuple[Cost, Shape]:
-        x = _as_shape(input_shape)
-        norm = _normalized_shape("RMSNorm", self.normalized_shape)
-        if x[len(x) - len(norm):] != norm or len(x) < len(norm):
-            raise ValueError(f"expected input shape (..., {', '.join(map(str, norm))}), got {x}")
-        return formulas.rms_norm(x, norm, affine=self.affine, dtype=dtype,
-                                 input_grad=input_grad), x
+    def _formula(self, x: Shape, norm: Shape, **kw: Any) -> Cost:
+        return formulas.rms_norm(x, norm, **kw)
 
 
 @dataclass(frozen=True)
