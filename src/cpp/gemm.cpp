@@ -9,11 +9,13 @@
 #include <atomic>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <memory>
 #include <new>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "avx2.hpp"
 #include "cpu.hpp"
@@ -139,11 +141,72 @@ std::unique_ptr<T[], FreeDeleter> aligned_buffer(std::size_t count) {
 
 // ---- packing ------------------------------------------------------------------------------
 
+#if defined(__x86_64__)
+// Full-sliver transposes in SSE2, the x86-64 baseline (no dispatch needed): MR rows side by
+// side, a few values of p at a time, into p-major order. Rows go in groups of four (float,
+// a 4×4 transpose) or pairs (double; the two rows left over from a float group of four).
+
+// Values p, p+1 of rows i, i+1 to out[p·MR + i..i+1] and out[(p+1)·MR + i..i+1].
+template <std::size_t MR>
+void pack_pairs_of_p(const double* const* src, std::size_t p, double* out) {
+  for (std::size_t i = 0; i < MR; i += 2) {
+    const __m128d x = _mm_loadu_pd(src[i] + p);
+    const __m128d y = _mm_loadu_pd(src[i + 1] + p);
+    _mm_storeu_pd(out + p * MR + i, _mm_unpacklo_pd(x, y));
+    _mm_storeu_pd(out + (p + 1) * MR + i, _mm_unpackhi_pd(x, y));
+  }
+}
+
+// Values p..p+3 of every row to out[(p+q)·MR + i].
+template <std::size_t MR>
+void pack_quads_of_p(const float* const* src, std::size_t p, float* out) {
+  std::size_t i = 0;
+  for (; i + 4 <= MR; i += 4) {
+    __m128 r0 = _mm_loadu_ps(src[i] + p), r1 = _mm_loadu_ps(src[i + 1] + p);
+    __m128 r2 = _mm_loadu_ps(src[i + 2] + p), r3 = _mm_loadu_ps(src[i + 3] + p);
+    _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+    _mm_storeu_ps(out + p * MR + i, r0);
+    _mm_storeu_ps(out + (p + 1) * MR + i, r1);
+    _mm_storeu_ps(out + (p + 2) * MR + i, r2);
+    _mm_storeu_ps(out + (p + 3) * MR + i, r3);
+  }
+  for (; i < MR; i += 2) {
+    const __m128 x = _mm_loadu_ps(src[i] + p), y = _mm_loadu_ps(src[i + 1] + p);
+    const __m128 lo = _mm_unpacklo_ps(x, y), hi = _mm_unpackhi_ps(x, y);
+    _mm_storel_pi(reinterpret_cast<__m64*>(out + p * MR + i), lo);
+    _mm_storeh_pi(reinterpret_cast<__m64*>(out + (p + 1) * MR + i), lo);
+    _mm_storel_pi(reinterpret_cast<__m64*>(out + (p + 2) * MR + i), hi);
+    _mm_storeh_pi(reinterpret_cast<__m64*>(out + (p + 3) * MR + i), hi);
+  }
+}
+#endif
+
+// Values [0, kc) of MR full rows into p-major order; returns the first p not written, left to
+// the scalar loop (all of them where no SIMD transpose fits).
+template <std::size_t MR, class T>
+std::size_t pack_full_sliver(std::size_t kc, const T* const* src, T* out) {
+#if defined(__x86_64__)
+  if constexpr (MR % 2 == 0 && std::is_same_v<T, double>) {
+    std::size_t p = 0;
+    for (; p + 2 <= kc; p += 2) pack_pairs_of_p<MR>(src, p, out);
+    return p;
+  } else if constexpr (MR % 2 == 0 && std::is_same_v<T, float>) {
+    std::size_t p = 0;
+    for (; p + 4 <= kc; p += 4) pack_quads_of_p<MR>(src, p, out);
+    return p;
+  }
+#endif
+  (void)src;
+  (void)out;
+  return 0;
+}
+
 // A block rows [0, mc) × cols [0, kc) into MR-row slivers: sliver s holds, for each p, the MR
 // values A[s·MR + i][p] contiguously; rows past mc are zero so the kernel needs no masks.
 // The loop runs over p with the sliver's MR rows read side by side and the output written in
 // order: against copying row by row into a stride-MR output, 1.2-1.3x faster on GEMMs whose A
-// dominates (4096×64×4096) and even elsewhere (alternating runs in one process, Zen 3).
+// dominates (4096×64×4096) and even elsewhere (alternating runs in one process, Zen 3). Full
+// slivers transpose several p at once in SSE registers (pack_full_sliver).
 template <std::size_t MR, class T>
 void pack_a(std::size_t mc, std::size_t kc, const T* a, std::size_t lda, T* out) {
   for (std::size_t i0 = 0; i0 < mc; i0 += MR) {
@@ -151,7 +214,7 @@ void pack_a(std::size_t mc, std::size_t kc, const T* a, std::size_t lda, T* out)
     const T* src[MR];
     for (std::size_t i = 0; i < MR; ++i) src[i] = a + (i0 + std::min(i, rows - 1)) * lda;
     if (rows == MR) {
-      for (std::size_t p = 0; p < kc; ++p) {
+      for (std::size_t p = pack_full_sliver<MR>(kc, src, out); p < kc; ++p) {
         for (std::size_t i = 0; i < MR; ++i) out[p * MR + i] = src[i][p];
       }
     } else {
@@ -163,28 +226,38 @@ void pack_a(std::size_t mc, std::size_t kc, const T* a, std::size_t lda, T* out)
   }
 }
 
-// B panel rows [0, kc) × nc columns into nr-column slivers: sliver s holds, for each p, the
-// nr values of panel columns s·nr + j contiguously, zero-padded past nc. The panel's first
+// B panel rows [0, kc) × nc columns into NR-column slivers: sliver s holds, for each p, the NR
+// values of panel columns s·NR + j contiguously, zero-padded past nc. The panel's first
 // `lead` columns are zeros (see gemm_tile's column shift) and the rest are B's columns
 // [0, nc - lead). B is read row by row (one stream, each line once) and scattered into the
 // slivers: against reading sliver by sliver down the columns (a new row, often a new page,
 // every nr values), 1.2-1.4x faster on GEMMs whose B dominates (64×4096×1024, im2col shapes)
-// and never slower in alternating runs.
-template <class T>
+// and never slower in alternating runs. A full sliver's row is a fixed-size copy, which the
+// compiler emits as a few vector moves.
+template <std::size_t NR, class T>
 void pack_b(std::size_t kc, std::size_t nc, std::size_t lead, const T* b, std::size_t ldb,
-            std::size_t nr, T* out) {
-  const std::size_t slivers = (nc + nr - 1) / nr;
+            T* out) {
+  const std::size_t slivers = (nc + NR - 1) / NR;
+  // Slivers [full0, full1) have no lead zeros and no padding; the others are edges.
+  const std::size_t full0 = lead > 0 ? 1 : 0;
+  const std::size_t full1 = std::max(full0, nc / NR);
   for (std::size_t p = 0; p < kc; ++p) {
     const T* src = b + p * ldb - lead;  // indexed from `lead` on only
-    for (std::size_t s = 0; s < slivers; ++s) {
-      const std::size_t j0 = s * nr;
-      const std::size_t cols = std::min(nr, nc - j0);
+    T* row = out + p * NR;
+    auto edge = [&](std::size_t s) {
+      const std::size_t j0 = s * NR;
+      const std::size_t cols = std::min(NR, nc - j0);
       const std::size_t first = s == 0 ? std::min(lead, cols) : 0;
-      T* dst = out + s * nr * kc + p * nr;
+      T* dst = row + s * NR * kc;
       for (std::size_t j = 0; j < first; ++j) dst[j] = T(0);
       for (std::size_t j = first; j < cols; ++j) dst[j] = src[j0 + j];
-      for (std::size_t j = cols; j < nr; ++j) dst[j] = T(0);
+      for (std::size_t j = cols; j < NR; ++j) dst[j] = T(0);
+    };
+    if (full0 == 1) edge(0);
+    for (std::size_t s = full0; s < full1; ++s) {
+      std::memcpy(row + s * NR * kc, src + s * NR, NR * sizeof(T));
     }
+    for (std::size_t s = full1; s < slivers; ++s) edge(s);
   }
 }
 
@@ -376,7 +449,7 @@ void gemm_tile(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a,
       const std::size_t kc = std::min(kc_max, k - pc);
       // Later k blocks accumulate onto what the first one wrote.
       const T beta_pc = pc == 0 ? beta : T(1);
-      pack_b(kc, nc, lead, b + pc * ldb + col, ldb, kNr, packed_b.get());
+      pack_b<kNr>(kc, nc, lead, b + pc * ldb + col, ldb, packed_b.get());
       for (std::size_t ic = 0; ic < m; ic += mc_max) {
         const std::size_t mc = std::min(mc_max, m - ic);
         pack_a<kMr>(mc, kc, a + ic * lda + pc, lda, packed_a.get());
