@@ -49,14 +49,14 @@ def pyperf_note() -> str:
 
 
 def alternating_blocks(fns: dict[str, Callable[[], Any]], blocks: int = 3, block_s: float = 0.1,
-                       pause_s: float = 0.5) -> dict[str, list[float]]:
+                       pause_s: float = 0.3) -> dict[str, list[float]]:
     """Per-call seconds of each callable, timed in alternating blocks that are alike for all.
 
     Every block starts after a ``pause_s`` pause and one untimed call, and times calls for
     about ``block_s`` (at least 2, the count fixed per callable from a first call). The pause
-    lets OpenBLAS's idle workers stop spinning (they spin 0.1-0.2 s after a call,
-    OPENBLAS_THREAD_TIMEOUT, and would take a core from the other side's threads); the untimed
-    call wakes the side's own threads and the vCPUs the pause put to sleep; blocks of ~0.1 s
+    lets OpenBLAS's idle workers stop spinning (they keep a core busy for about 0.1 s after
+    a call here, OPENBLAS_THREAD_TIMEOUT, and would take it from the other side's threads);
+    the untimed call wakes the side's own threads and the vCPUs the pause put to sleep; blocks of ~0.1 s
     time the work rather than how fast a vCPU wakes.
     """
     calls = {}

@@ -1,6 +1,6 @@
 """fastbench GEMM against numpy's matmul (OpenBLAS here), float32 and float64, interleaved.
 
-For each shape and thread count the two run in alternating blocks of calls (five each,
+For each shape and thread count the two run in alternating blocks of calls (nine each,
 each after the same pause and untimed call, about 0.1 s long; see
 _anchors.alternating_blocks). GFLOP/s are from each side's median call. "ratio" is the
 median over blocks of numpy's block median over fastbench's beside it
@@ -23,7 +23,7 @@ import sys
 
 from _anchors import alternating_blocks, paired_block_ratio
 
-BLOCKS = 5
+BLOCKS = 9
 SHAPES = [(256, 256, 256), (512, 512, 512), (1024, 1024, 1024), (2048, 2048, 2048),
           (1000, 1000, 1000), (257, 511, 129), (4096, 64, 4096), (64, 4096, 1024)]
 
