@@ -56,8 +56,8 @@ def alternating_blocks(fns: dict[str, Callable[[], Any]], blocks: int = 3, block
     about ``block_s`` (at least 2, the count fixed per callable from a first call). The pause
     lets OpenBLAS's idle workers stop spinning (they keep a core busy for about 0.1 s after
     a call here, OPENBLAS_THREAD_TIMEOUT, and would take it from the other side's threads);
-    the untimed call wakes the side's own threads and the vCPUs the pause put to sleep; blocks of ~0.1 s
-    time the work rather than how fast a vCPU wakes.
+    the untimed call wakes the side's own threads and the vCPUs the pause put to sleep;
+    blocks of ~0.1 s time the work rather than how fast a vCPU wakes.
     """
     calls = {}
     for name, fn in fns.items():

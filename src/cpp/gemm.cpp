@@ -15,7 +15,6 @@
 #include <new>
 #include <stdexcept>
 #include <string>
-#include <type_traits>
 
 #include "avx2.hpp"
 #include "cpu.hpp"
@@ -142,13 +141,12 @@ std::unique_ptr<T[], FreeDeleter> aligned_buffer(std::size_t count) {
 // ---- packing ------------------------------------------------------------------------------
 
 #if defined(__x86_64__)
-// Full-sliver transposes in SSE2, the x86-64 baseline (no dispatch needed): MR rows side by
-// side, a few values of p at a time, into p-major order. Rows go in groups of four (float,
-// a 4×4 transpose) or pairs (double; the two rows left over from a float group of four).
-
-// Values p, p+1 of rows i, i+1 to out[p·MR + i..i+1] and out[(p+1)·MR + i..i+1].
+// Full-sliver transposes in SSE2, the x86-64 baseline (no dispatch needed): the MR rows side
+// by side, one register of p values at a time (two doubles, four floats), into p-major order.
+// Rows go in pairs (double, and the two float rows left over past a group of four) or in
+// groups of four (float, a 4×4 transpose). Each writes out[(p+q)·MR + i] = src[i][p+q].
 template <std::size_t MR>
-void pack_pairs_of_p(const double* const* src, std::size_t p, double* out) {
+void transpose_p_block(const double* const* src, std::size_t p, double* out) {
   for (std::size_t i = 0; i < MR; i += 2) {
     const __m128d x = _mm_loadu_pd(src[i] + p);
     const __m128d y = _mm_loadu_pd(src[i + 1] + p);
@@ -157,9 +155,8 @@ void pack_pairs_of_p(const double* const* src, std::size_t p, double* out) {
   }
 }
 
-// Values p..p+3 of every row to out[(p+q)·MR + i].
 template <std::size_t MR>
-void pack_quads_of_p(const float* const* src, std::size_t p, float* out) {
+void transpose_p_block(const float* const* src, std::size_t p, float* out) {
   std::size_t i = 0;
   for (; i + 4 <= MR; i += 4) {
     __m128 r0 = _mm_loadu_ps(src[i] + p), r1 = _mm_loadu_ps(src[i + 1] + p);
@@ -185,20 +182,18 @@ void pack_quads_of_p(const float* const* src, std::size_t p, float* out) {
 // the scalar loop (all of them where no SIMD transpose fits).
 template <std::size_t MR, class T>
 std::size_t pack_full_sliver(std::size_t kc, const T* const* src, T* out) {
+  std::size_t p = 0;
 #if defined(__x86_64__)
-  if constexpr (MR % 2 == 0 && std::is_same_v<T, double>) {
-    std::size_t p = 0;
-    for (; p + 2 <= kc; p += 2) pack_pairs_of_p<MR>(src, p, out);
-    return p;
-  } else if constexpr (MR % 2 == 0 && std::is_same_v<T, float>) {
-    std::size_t p = 0;
-    for (; p + 4 <= kc; p += 4) pack_quads_of_p<MR>(src, p, out);
-    return p;
+  if constexpr (MR % 2 == 0) {
+    constexpr std::size_t kStep = 16 / sizeof(T);  // values of p in one SSE register
+    for (; p + kStep <= kc; p += kStep) transpose_p_block<MR>(src, p, out);
   }
-#endif
+#else
+  (void)kc;
   (void)src;
   (void)out;
-  return 0;
+#endif
+  return p;
 }
 
 // A block rows [0, mc) × cols [0, kc) into MR-row slivers: sliver s holds, for each p, the MR
