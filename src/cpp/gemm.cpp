@@ -36,6 +36,8 @@ constexpr std::size_t kAlignBytes = 64;
 constexpr double kMinParallelMacs = 64.0 * 64.0 * 64.0;
 
 std::atomic<bool> g_force_portable{false};
+std::atomic<bool> g_small_units{false};
+std::atomic<std::uint64_t> g_units_shared{0};
 
 // ---- cache sizes --------------------------------------------------------------------------
 
@@ -223,7 +225,7 @@ void pack_a(std::size_t mc, std::size_t kc, const T* a, std::size_t lda, T* out)
 
 // B panel rows [0, kc) × nc columns into NR-column slivers: sliver s holds, for each p, the NR
 // values of panel columns s·NR + j contiguously, zero-padded past nc. The panel's first
-// `lead` columns are zeros (see gemm_tile's column shift) and the rest are B's columns
+// `lead` columns are zeros (see gemm_owned's column shift) and the rest are B's columns
 // [0, nc - lead). B is read row by row (one stream, each line once) and scattered into the
 // slivers: against reading sliver by sliver down the columns (a new row, often a new page,
 // every nr values), 1.2-1.4x faster on GEMMs whose B dominates (64×4096×1024, im2col shapes)
@@ -421,44 +423,158 @@ std::size_t column_shift(const T* c, std::size_t ldc, std::size_t n, std::size_t
   return into / sizeof(T);
 }
 
-// The serial Goto loop nest on one m×n tile of C (jc → pc → ic → jr → ir). Columns are
-// counted from `shift` columns before C's first (column_shift): the first B sliver starts
-// with that many zero columns, which are computed and never stored.
+// ---- work sharing between threads ---------------------------------------------------------
+// Each thread owns a tile of C and runs the Goto loop nest on it with its own packed panels,
+// as a serial GEMM would. Its work comes in epochs, one per (jc, pc) B panel, each cut into
+// row units of A; the owner claims units one at a time, and a thread that has finished its
+// own tile claims the units left in the others' current epochs (packing their A rows itself,
+// reading their packed B). On a shared VM one vCPU is often slowed for milliseconds; without
+// this, a call waits for its slowest thread (2-thread calls measured 3-6% slower than their
+// threads' mean busy time at n = 512-1024 on Zen 4).
+
+// An epoch as the owner published it. Fields are written only while no unit of the previous
+// epoch is claimed and unfinished, and read by a thief only after it claimed a unit: a
+// successful claim orders the read after the write.
+template <class T>
+struct Epoch {
+  const T* a = nullptr;   // A at the tile's first row and the epoch's first k column
+  std::size_t lda = 0;
+  const T* packed_b = nullptr;
+  std::size_t kc = 0, nc = 0, lead = 0;
+  T* c = nullptr;         // C at the tile's first row and the panel's first real column
+  std::size_t ldc = 0;
+  std::size_t m = 0, mu = 0;  // tile rows; rows per unit
+  T alpha = T(0), beta = T(0);
+};
+
+// The claim word: the epoch's serial number, its unit count and the next unclaimed unit, so
+// one compare-and-swap checks all three, and two flags: the owner has started (a thread done
+// early waits for owners that have, and passes over the others: one may never start, when
+// the system refuses a thread) and the owner has finished. A serial that wraps is harmless:
+// a claim always takes a unit of the epoch published at that moment.
+class ClaimWord {
+ public:
+  static constexpr int kUnitBits = 24;
+  static constexpr std::uint64_t kMaxUnits = (std::uint64_t{1} << kUnitBits) - 1;
+  static constexpr std::uint64_t kStarted = std::uint64_t{1} << 62;
+  static constexpr std::uint64_t kFinished = std::uint64_t{1} << 63;
+
+  static std::uint64_t make(std::uint64_t serial, std::uint64_t units) {
+    return kStarted | ((serial & 0x3fff) << (2 * kUnitBits)) | (units << kUnitBits);
+  }
+  static std::uint64_t units(std::uint64_t w) { return (w >> kUnitBits) & kMaxUnits; }
+  static std::uint64_t next(std::uint64_t w) { return w & kMaxUnits; }
+};
+
+template <class T>
+struct alignas(64) ShareSlot {
+  std::atomic<std::uint64_t> word{0};  // not started: no flags, no units
+  std::atomic<std::uint64_t> done{0};  // units of the current epoch finished
+  Epoch<T> epoch;
+
+  // Claims the next unit of the current epoch; false when none is left.
+  bool claim(std::uint64_t* unit) {
+    std::uint64_t w = word.load(std::memory_order_acquire);
+    while ((w & ClaimWord::kFinished) == 0 && ClaimWord::next(w) < ClaimWord::units(w)) {
+      if (word.compare_exchange_weak(w, w + 1, std::memory_order_acq_rel,
+                                     std::memory_order_acquire)) {
+        *unit = ClaimWord::next(w);
+        return true;
+      }
+    }
+    return false;
+  }
+  // True once the owner has finished, or if it has not started.
+  bool finished() const {
+    const std::uint64_t w = word.load(std::memory_order_acquire);
+    return (w & ClaimWord::kFinished) != 0 || (w & ClaimWord::kStarted) == 0;
+  }
+};
+
+inline void spin_pause() {
+#if defined(__x86_64__)
+  _mm_pause();
+#endif
+}
+
+// One row unit of an epoch: its A rows packed into `packed_a`, then the jr → ir loops against
+// the epoch's packed B. Columns are counted from the panel's `lead` zero columns on (see
+// gemm_owned's column shift).
 template <class T, class Kernel>
-void gemm_tile(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std::size_t lda,
-               const T* b, std::size_t ldb, T beta, T* c, std::size_t ldc, const GemmBlocking& bl) {
+void run_unit(const Epoch<T>& e, std::size_t unit, T* packed_a) {
   constexpr std::size_t kMr = Kernel::kMr;
+  constexpr std::size_t kNr = Kernel::kNr;
+  const std::size_t i0 = unit * e.mu;
+  const std::size_t mc = std::min(e.mu, e.m - i0);
+  pack_a<kMr>(mc, e.kc, e.a + i0 * e.lda, e.lda, packed_a);
+  for (std::size_t jr = 0; jr < e.nc; jr += kNr) {
+    const std::size_t cols = std::min(kNr, e.nc - jr);
+    const std::size_t col0 = jr == 0 ? e.lead : 0;
+    const T* pb = e.packed_b + jr * e.kc;
+    T* cj = e.c + i0 * e.ldc + jr + col0 - e.lead;
+    for (std::size_t ir = 0; ir < mc; ir += kMr) {
+      const std::size_t rows = std::min(kMr, mc - ir);
+      Kernel::run(e.kc, packed_a + ir * e.kc, pb, e.alpha, e.beta, cj + ir * e.ldc, e.ldc, rows,
+                  col0, cols);
+    }
+  }
+}
+
+// The Goto loop nest on the m×n tile of C that `slot` owns (jc → pc → units of mu rows → jr →
+// ir), publishing each (jc, pc) epoch in the slot so that idle threads can share it; returns
+// once every unit, its own and any taken, is done. Columns are counted from `shift` columns
+// before C's first (column_shift): the first B sliver starts with that many zero columns,
+// which are computed and never stored.
+template <class T, class Kernel>
+void gemm_owned(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std::size_t lda,
+                const T* b, std::size_t ldb, T beta, T* c, std::size_t ldc, std::size_t kc_max,
+                std::size_t mu, std::size_t nc_cap, T* packed_a, ShareSlot<T>& slot) {
   constexpr std::size_t kNr = Kernel::kNr;
   const std::size_t shift = column_shift(c, ldc, n, kNr);
   const std::size_t nv = n + shift;  // columns counted from the shifted start
-  const std::size_t kc_max = balanced_block(k, bl.kc, 8);
-  const std::size_t mc_max = balanced_block(m, bl.mc, kMr);
-  const std::size_t nc_max = balanced_block(nv, bl.nc, kNr);
-  auto packed_a = aligned_buffer<T>(round_up(mc_max, kMr) * kc_max);
+  const std::size_t nc_max = balanced_block(nv, nc_cap, kNr);
   auto packed_b = aligned_buffer<T>(round_up(nc_max, kNr) * kc_max);
+  const std::uint64_t units = div_up(m, mu);
+  std::uint64_t serial = 0;
+  Epoch<T>& e = slot.epoch;
   for (std::size_t jc = 0; jc < nv; jc += nc_max) {
     const std::size_t nc = std::min(nc_max, nv - jc);
     const std::size_t lead = jc == 0 ? shift : 0;  // zero columns at the panel's start
     const std::size_t col = jc + lead - shift;     // C's column of the panel's first real one
     for (std::size_t pc = 0; pc < k; pc += kc_max) {
       const std::size_t kc = std::min(kc_max, k - pc);
-      // Later k blocks accumulate onto what the first one wrote.
-      const T beta_pc = pc == 0 ? beta : T(1);
       pack_b<kNr>(kc, nc, lead, b + pc * ldb + col, ldb, packed_b.get());
-      for (std::size_t ic = 0; ic < m; ic += mc_max) {
-        const std::size_t mc = std::min(mc_max, m - ic);
-        pack_a<kMr>(mc, kc, a + ic * lda + pc, lda, packed_a.get());
-        for (std::size_t jr = 0; jr < nc; jr += kNr) {
-          const std::size_t cols = std::min(kNr, nc - jr);
-          const std::size_t col0 = jr == 0 ? lead : 0;
-          const T* pb = packed_b.get() + jr * kc;
-          T* cj = c + col + jr + col0 - lead;
-          for (std::size_t ir = 0; ir < mc; ir += kMr) {
-            const std::size_t rows = std::min(kMr, mc - ir);
-            Kernel::run(kc, packed_a.get() + ir * kc, pb, alpha, beta_pc, cj + (ic + ir) * ldc,
-                        ldc, rows, col0, cols);
-          }
-        }
+      // Later k blocks accumulate onto what the first one wrote.
+      e = Epoch<T>{a + pc, lda, packed_b.get(), kc, nc, lead, c + col, ldc, m, mu, alpha,
+                   pc == 0 ? beta : T(1)};
+      slot.done.store(0, std::memory_order_relaxed);
+      slot.word.store(ClaimWord::make(++serial, units), std::memory_order_release);
+      std::uint64_t unit = 0, mine = 0;
+      while (slot.claim(&unit)) {
+        run_unit<T, Kernel>(e, unit, packed_a);
+        ++mine;
+      }
+      // Units taken by other threads must be done before the panel is re-packed.
+      const std::uint64_t want = units - mine;
+      while (slot.done.load(std::memory_order_acquire) != want) spin_pause();
+    }
+  }
+}
+
+// After its own tile: units of the other threads' current epochs until every owner that has
+// started is done.
+template <class T, class Kernel>
+void help_others(std::size_t self, std::size_t nt, ShareSlot<T>* slots, T* packed_a) {
+  for (std::size_t step = 1; step < nt; ++step) {
+    ShareSlot<T>& victim = slots[(self + step) % nt];
+    std::uint64_t unit = 0;
+    while (!victim.finished()) {
+      if (victim.claim(&unit)) {
+        run_unit<T, Kernel>(victim.epoch, unit, packed_a);
+        victim.done.fetch_add(1, std::memory_order_release);
+        g_units_shared.fetch_add(1, std::memory_order_relaxed);
+      } else {
+        spin_pause();  // the owner is packing its next panel or finishing its last units
       }
     }
   }
@@ -500,6 +616,31 @@ void check(std::size_t m, std::size_t n, std::size_t k, const T* a, std::size_t 
   }
 }
 
+// Rows per claimable unit of an m_tile × n_tile tile: the A block mc, made smaller when the
+// tile's epochs (k blocks) would hold fewer than kMinUnits units in all, so that a thread done
+// early finds work of a useful size left in the others' tiles. Every unit streams the whole
+// packed B panel through the core, so a unit keeps at least kMinUnitMacs multiply-adds (tens
+// of microseconds), and at least 8 slivers where the panel is larger than half of L2.
+std::size_t unit_rows(std::size_t m_tile, std::size_t n_tile, std::size_t k, std::size_t kc_max,
+                      std::size_t nc_max, std::size_t nt, std::size_t mc, std::size_t mr,
+                      std::size_t elem_bytes) {
+  constexpr std::size_t kMinUnits = 16;
+  constexpr std::size_t kMinUnitMacs = std::size_t{1} << 21;
+  std::size_t cap = mc;
+  if (nt > 1) {
+    const std::size_t epochs = div_up(k, kc_max);
+    const std::size_t per_epoch = div_up(kMinUnits, epochs);
+    const std::size_t row_macs = std::min(n_tile, nc_max) * std::min(k, kc_max);
+    std::size_t floor_rows = round_up(div_up(kMinUnitMacs, row_macs), mr);
+    if (row_macs * elem_bytes > caches().l2_bytes / 2) floor_rows = std::max(floor_rows, 8 * mr);
+    if (g_small_units.load(std::memory_order_relaxed)) floor_rows = mr;
+    cap = std::clamp(round_up(div_up(m_tile, per_epoch), mr), std::min(mc, floor_rows), mc);
+  }
+  // The claim word counts units in 24 bits.
+  cap = std::max(cap, round_up(div_up(m_tile, ClaimWord::kMaxUnits), mr));
+  return balanced_block(m_tile, cap, mr);
+}
+
 template <class T, class Kernel>
 void gemm_with(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std::size_t lda,
                const T* b, std::size_t ldb, T beta, T* c, std::size_t ldc, int nthreads) {
@@ -528,14 +669,35 @@ void gemm_with(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a,
     nt = tm;
   }
   const std::size_t tn = nt / tm;
+  // Every tile gets the same blocks, so that any thread's packed-A buffer fits any unit.
+  const std::size_t m_tile = std::min(m, div_up(m_units, tm) * Kernel::kMr);
+  const std::size_t n_tile = std::min(n, div_up(n_units, tn) * Kernel::kNr);
+  const std::size_t kc_max = balanced_block(k, bl.kc, 8);
+  const std::size_t mu = unit_rows(m_tile, n_tile, k, kc_max, bl.nc, nt, bl.mc, Kernel::kMr,
+                                   sizeof(T));
+  std::unique_ptr<ShareSlot<T>[]> slots(new ShareSlot<T>[nt]);
   run_parallel(static_cast<int>(nt), [&](int tid, int) {
     const std::size_t t = static_cast<std::size_t>(tid);
-    std::size_t m0 = 0, m1 = 0, n0 = 0, n1 = 0;
-    split_range(m, Kernel::kMr, tm, t / tn, &m0, &m1);
-    split_range(n, Kernel::kNr, tn, t % tn, &n0, &n1);
-    if (m0 >= m1 || n0 >= n1) return;
-    gemm_tile<T, Kernel>(m1 - m0, n1 - n0, k, alpha, a + m0 * lda, lda, b + n0, ldb, beta,
-                         c + m0 * ldc + n0, ldc, bl);
+    ShareSlot<T>& slot = slots[t];
+    slot.word.store(ClaimWord::kStarted, std::memory_order_relaxed);
+    // However this thread leaves (a failed allocation included), nobody waits on its tile.
+    struct Finish {
+      ShareSlot<T>& s;
+      ~Finish() { s.word.store(ClaimWord::kFinished, std::memory_order_release); }
+    };
+    std::unique_ptr<T[], FreeDeleter> packed_a;
+    {
+      const Finish finish{slot};
+      packed_a = aligned_buffer<T>(round_up(mu, Kernel::kMr) * kc_max);
+      std::size_t m0 = 0, m1 = 0, n0 = 0, n1 = 0;
+      split_range(m, Kernel::kMr, tm, t / tn, &m0, &m1);
+      split_range(n, Kernel::kNr, tn, t % tn, &n0, &n1);
+      if (m0 < m1 && n0 < n1) {
+        gemm_owned<T, Kernel>(m1 - m0, n1 - n0, k, alpha, a + m0 * lda, lda, b + n0, ldb, beta,
+                              c + m0 * ldc + n0, ldc, kc_max, mu, bl.nc, packed_a.get(), slot);
+      }
+    }
+    if (nt > 1) help_others<T, Kernel>(t, nt, slots.get(), packed_a.get());
   });
 }
 
@@ -587,6 +749,8 @@ GemmBlocking gemm_blocking(bool f64) {
 
 namespace detail {
 void gemm_force_portable(bool on) { g_force_portable.store(on, std::memory_order_relaxed); }
+void gemm_small_units(bool on) { g_small_units.store(on, std::memory_order_relaxed); }
+std::uint64_t gemm_units_shared() { return g_units_shared.load(std::memory_order_relaxed); }
 }  // namespace detail
 
 }  // namespace fastbench

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 namespace fastbench {
 
@@ -33,6 +34,11 @@ GemmBlocking gemm_blocking(bool f64);
 namespace detail {
 // Test hook: force the portable path even where AVX2/FMA exist (process-wide).
 void gemm_force_portable(bool on);
+// Test hook: cut multi-threaded work into units of a few register tiles whatever their cost
+// (process-wide), so that small products exercise the sharing of units between threads.
+void gemm_small_units(bool on);
+// Units of a thread's tile run by another thread since the process started.
+std::uint64_t gemm_units_shared();
 }  // namespace detail
 
 }  // namespace fastbench

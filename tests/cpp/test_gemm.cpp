@@ -1,7 +1,8 @@
 // test_gemm.cpp — native tests of gemm() against a naive double-accumulated reference: many
 // shapes (1×1×1, primes, tall/skinny, sizes straddling mr/nr/kc/mc), padded leading
 // dimensions, alpha/beta cases (beta 0 over NaN), k == 0, both dtypes, 1 and 2 threads, on
-// the AVX2 path where the CPU has it and on the forced portable path; then the error paths.
+// the AVX2 path where the CPU has it and on the forced portable path; units of work shared
+// between threads; then the error paths.
 // Sizes stay small enough for ASan Debug; Release adds a large check and a GFLOP/s note.
 #include <chrono>
 #include <cmath>
@@ -243,6 +244,49 @@ void test_errors() {
   }
 }
 
+// Restores whole-block units even when a test body throws.
+struct SmallUnits {
+  SmallUnits() { fb::detail::gemm_small_units(true); }
+  ~SmallUnits() { fb::detail::gemm_small_units(false); }
+  SmallUnits(const SmallUnits&) = delete;
+  SmallUnits& operator=(const SmallUnits&) = delete;
+};
+
+// Threads that finish their own tile run units of the others'. Tiles of unequal width (3 or
+// 5 threads over few column slivers) and several k blocks (beta applied once, later blocks
+// accumulating) make threads take units from tiles in every epoch; each result must still
+// match the reference, and some unit must have changed hands.
+template <class T>
+void run_shared_units() {
+  const SmallUnits small;
+  const Shape shapes[] = {{60, 64, 700}, {97, 50, 300}, {130, 70, 257}, {200, 40, 1100}};
+  const std::uint64_t before = fb::detail::gemm_units_shared();
+  std::uint64_t seed = 500;
+  for (int round = 0; round < 4; ++round) {
+    for (const Shape& s : shapes) {
+      for (int threads : {2, 3, 5}) {
+        Case cs;
+        cs.s = s;
+        cs.beta = 0.75;
+        cs.alpha = -1.5;
+        cs.pad = round % 2 == 0 ? 0 : 5;
+        cs.threads = threads;
+        if (!check_case<T>(cs, seed++)) return;
+      }
+    }
+    if (fb::detail::gemm_units_shared() > before) return;
+  }
+  CHECK(fb::detail::gemm_units_shared() > before, "no unit ran on a thread other than its owner");
+}
+
+void test_shared_units_f32() { run_shared_units<float>(); }
+void test_shared_units_f64() { run_shared_units<double>(); }
+
+void test_shared_units_portable() {
+  const ForcePortable force(true);
+  run_shared_units<double>();
+}
+
 void test_blocking() {
   for (bool portable : {false, true}) {
     const ForcePortable force(portable);
@@ -295,6 +339,9 @@ const Test kTests[] = {
     {"portable_f32", test_portable_f32},
     {"portable_f64", test_portable_f64},
     {"large", test_large},
+    {"shared_units_f32", test_shared_units_f32},
+    {"shared_units_f64", test_shared_units_f64},
+    {"shared_units_portable", test_shared_units_portable},
     {"k_zero_scales_c", test_k_zero_scales_c},
     {"alpha_zero_ignores_ab", test_alpha_zero_ignores_ab},
     {"empty_is_noop", test_empty_is_noop},
