@@ -1,8 +1,9 @@
 // gemm.cpp — see gemm.hpp. Owns the Goto/BLIS-style driver (B panels kc×nc and A blocks
 // mc×kc packed into aligned buffers, an mr×nr register-tile micro-kernel over them), the
 // cache-size detection that picks mc/kc/nc, the AVX2+FMA and portable micro-kernels, and
-// the split of C among threads. Threads work on disjoint tiles of C and pack their own
-// panels, so no synchronisation is needed inside a call.
+// the split of C among threads. Each thread owns a tile of C and packs its own panels; a
+// thread done early runs row units left in the others' tiles (claimed by compare-and-swap),
+// so a call does not wait on one slowed vCPU.
 #include "gemm.hpp"
 
 #include <algorithm>
