@@ -304,7 +304,9 @@ struct PortableKernel {
 
 // 6 rows × two registers of B (6×16 floats, 6×8 doubles): 12 ymm accumulators + 2 for B + 1
 // broadcast, two FMAs per B load pair and enough independent chains (12) to cover FMA latency
-// on two pipes.
+// on two pipes. A tile of fewer rows (the last sliver of A) runs a copy of the loop compiled
+// for its row count, which does only that many rows' FMAs: m = 128 with 6-row tiles would
+// otherwise compute 132 rows.
 template <class T>
 struct Avx2Kernel {
   using V = detail::Avx2<T>;
@@ -313,14 +315,27 @@ struct Avx2Kernel {
   static constexpr std::size_t kLanes = V::kLanes;
   static constexpr std::size_t kNr = 2 * kLanes;
 
-  __attribute__((target("avx2,fma"))) static void run(std::size_t kc, const T* pa, const T* pb,
-                                                      T alpha, T beta, T* c, std::size_t ldc,
-                                                      std::size_t rows, std::size_t col0,
-                                                      std::size_t cols) {
+  static void run(std::size_t kc, const T* pa, const T* pb, T alpha, T beta, T* c,
+                  std::size_t ldc, std::size_t rows, std::size_t col0, std::size_t cols) {
+    switch (rows) {
+      case 1: return run_rows<1>(kc, pa, pb, alpha, beta, c, ldc, col0, cols);
+      case 2: return run_rows<2>(kc, pa, pb, alpha, beta, c, ldc, col0, cols);
+      case 3: return run_rows<3>(kc, pa, pb, alpha, beta, c, ldc, col0, cols);
+      case 4: return run_rows<4>(kc, pa, pb, alpha, beta, c, ldc, col0, cols);
+      case 5: return run_rows<5>(kc, pa, pb, alpha, beta, c, ldc, col0, cols);
+      default: return run_rows<6>(kc, pa, pb, alpha, beta, c, ldc, col0, cols);
+    }
+  }
+
+  template <std::size_t R>
+  __attribute__((target("avx2,fma"))) static void run_rows(std::size_t kc, const T* pa,
+                                                           const T* pb, T alpha, T beta, T* c,
+                                                           std::size_t ldc, std::size_t col0,
+                                                           std::size_t cols) {
     Reg c00 = V::zero(), c01 = V::zero(), c10 = V::zero(), c11 = V::zero();
     Reg c20 = V::zero(), c21 = V::zero(), c30 = V::zero(), c31 = V::zero();
     Reg c40 = V::zero(), c41 = V::zero(), c50 = V::zero(), c51 = V::zero();
-    for (std::size_t i = 0; i < rows; ++i) {
+    for (std::size_t i = 0; i < R; ++i) {
       _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc), _MM_HINT_T0);
     }
     // Unrolled so the loop overhead hides between the FMAs; the accumulators are named
@@ -332,37 +347,47 @@ struct Avx2Kernel {
       Reg a = V::broadcast(pa + 0);
       c00 = V::fma(a, b0, c00);
       c01 = V::fma(a, b1, c01);
-      a = V::broadcast(pa + 1);
-      c10 = V::fma(a, b0, c10);
-      c11 = V::fma(a, b1, c11);
-      a = V::broadcast(pa + 2);
-      c20 = V::fma(a, b0, c20);
-      c21 = V::fma(a, b1, c21);
-      a = V::broadcast(pa + 3);
-      c30 = V::fma(a, b0, c30);
-      c31 = V::fma(a, b1, c31);
-      a = V::broadcast(pa + 4);
-      c40 = V::fma(a, b0, c40);
-      c41 = V::fma(a, b1, c41);
-      a = V::broadcast(pa + 5);
-      c50 = V::fma(a, b0, c50);
-      c51 = V::fma(a, b1, c51);
+      if constexpr (R > 1) {
+        a = V::broadcast(pa + 1);
+        c10 = V::fma(a, b0, c10);
+        c11 = V::fma(a, b1, c11);
+      }
+      if constexpr (R > 2) {
+        a = V::broadcast(pa + 2);
+        c20 = V::fma(a, b0, c20);
+        c21 = V::fma(a, b1, c21);
+      }
+      if constexpr (R > 3) {
+        a = V::broadcast(pa + 3);
+        c30 = V::fma(a, b0, c30);
+        c31 = V::fma(a, b1, c31);
+      }
+      if constexpr (R > 4) {
+        a = V::broadcast(pa + 4);
+        c40 = V::fma(a, b0, c40);
+        c41 = V::fma(a, b1, c41);
+      }
+      if constexpr (R > 5) {
+        a = V::broadcast(pa + 5);
+        c50 = V::fma(a, b0, c50);
+        c51 = V::fma(a, b1, c51);
+      }
       pa += kMr;
       pb += kNr;
     }
     const Reg acc[kMr][2] = {{c00, c01}, {c10, c11}, {c20, c21},
                              {c30, c31}, {c40, c41}, {c50, c51}};
     const Reg va = V::set(alpha);
-    if (rows == kMr && col0 == 0 && cols == kNr) {
-      // Full tile: straight from registers, unaligned access to the caller's C.
+    if (col0 == 0 && cols == kNr) {
+      // Full-width tile: straight from registers, unaligned access to the caller's C.
       if (beta == T(0)) {
-        for (std::size_t i = 0; i < kMr; ++i) {
+        for (std::size_t i = 0; i < R; ++i) {
           V::storeu(c + i * ldc, V::mul(va, acc[i][0]));
           V::storeu(c + i * ldc + kLanes, V::mul(va, acc[i][1]));
         }
       } else {
         const Reg vb = V::set(beta);
-        for (std::size_t i = 0; i < kMr; ++i) {
+        for (std::size_t i = 0; i < R; ++i) {
           T* ci = c + i * ldc;
           V::storeu(ci, V::fma(va, acc[i][0], V::mul(vb, V::loadu(ci))));
           V::storeu(ci + kLanes, V::fma(va, acc[i][1], V::mul(vb, V::loadu(ci + kLanes))));
@@ -371,11 +396,11 @@ struct Avx2Kernel {
       return;
     }
     alignas(32) T tile[kMr * kNr];
-    for (std::size_t i = 0; i < kMr; ++i) {
+    for (std::size_t i = 0; i < R; ++i) {
       V::store(tile + i * kNr, acc[i][0]);
       V::store(tile + i * kNr + kLanes, acc[i][1]);
     }
-    store_tile(rows, col0, cols, tile, kNr, alpha, beta, c, ldc);
+    store_tile(R, col0, cols, tile, kNr, alpha, beta, c, ldc);
   }
 };
 
