@@ -327,6 +327,18 @@ struct Avx2Kernel {
     }
   }
 
+  // Row I of one step of p, compiled away for rows the tile does not have.
+  template <std::size_t I, std::size_t R>
+  __attribute__((target("avx2,fma"), always_inline)) static inline void row(const T* pa, Reg b0,
+                                                                            Reg b1, Reg& acc0,
+                                                                            Reg& acc1) {
+    if constexpr (I < R) {
+      const Reg a = V::broadcast(pa + I);
+      acc0 = V::fma(a, b0, acc0);
+      acc1 = V::fma(a, b1, acc1);
+    }
+  }
+
   template <std::size_t R>
   __attribute__((target("avx2,fma"))) static void run_rows(std::size_t kc, const T* pa,
                                                            const T* pb, T alpha, T beta, T* c,
@@ -344,34 +356,12 @@ struct Avx2Kernel {
     for (std::size_t p = 0; p < kc; ++p) {
       const Reg b0 = V::load(pb);
       const Reg b1 = V::load(pb + kLanes);
-      Reg a = V::broadcast(pa + 0);
-      c00 = V::fma(a, b0, c00);
-      c01 = V::fma(a, b1, c01);
-      if constexpr (R > 1) {
-        a = V::broadcast(pa + 1);
-        c10 = V::fma(a, b0, c10);
-        c11 = V::fma(a, b1, c11);
-      }
-      if constexpr (R > 2) {
-        a = V::broadcast(pa + 2);
-        c20 = V::fma(a, b0, c20);
-        c21 = V::fma(a, b1, c21);
-      }
-      if constexpr (R > 3) {
-        a = V::broadcast(pa + 3);
-        c30 = V::fma(a, b0, c30);
-        c31 = V::fma(a, b1, c31);
-      }
-      if constexpr (R > 4) {
-        a = V::broadcast(pa + 4);
-        c40 = V::fma(a, b0, c40);
-        c41 = V::fma(a, b1, c41);
-      }
-      if constexpr (R > 5) {
-        a = V::broadcast(pa + 5);
-        c50 = V::fma(a, b0, c50);
-        c51 = V::fma(a, b1, c51);
-      }
+      row<0, R>(pa, b0, b1, c00, c01);
+      row<1, R>(pa, b0, b1, c10, c11);
+      row<2, R>(pa, b0, b1, c20, c21);
+      row<3, R>(pa, b0, b1, c30, c31);
+      row<4, R>(pa, b0, b1, c40, c41);
+      row<5, R>(pa, b0, b1, c50, c51);
       pa += kMr;
       pb += kNr;
     }
