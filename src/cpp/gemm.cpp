@@ -507,12 +507,6 @@ struct alignas(64) ShareSlot {
   }
 };
 
-inline void spin_pause() {
-#if defined(__x86_64__)
-  _mm_pause();
-#endif
-}
-
 // One row unit of an epoch: its A rows packed into `packed_a`, then the jr → ir loops against
 // the epoch's packed B. Columns are counted from the panel's `lead` zero columns on (see
 // gemm_owned's column shift).
@@ -572,7 +566,9 @@ void gemm_owned(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a
       }
       // Units taken by other threads must be done before the panel is re-packed.
       const std::uint64_t want = units - mine;
-      while (slot.done.load(std::memory_order_acquire) != want) spin_pause();
+      for (int spins = 0; slot.done.load(std::memory_order_acquire) != want;) {
+        spin_wait_step(&spins);
+      }
     }
   }
 }
@@ -584,13 +580,14 @@ void help_others(std::size_t self, std::size_t nt, ShareSlot<T>* slots, T* packe
   for (std::size_t step = 1; step < nt; ++step) {
     ShareSlot<T>& victim = slots[(self + step) % nt];
     std::uint64_t unit = 0;
-    while (!victim.finished()) {
+    for (int spins = 0; !victim.finished();) {
       if (victim.claim(&unit)) {
         run_unit<T, Kernel>(victim.epoch, unit, packed_a);
         victim.done.fetch_add(1, std::memory_order_release);
         g_units_shared.fetch_add(1, std::memory_order_relaxed);
+        spins = 0;
       } else {
-        spin_pause();  // the owner is packing its next panel or finishing its last units
+        spin_wait_step(&spins);  // the owner is packing its next panel or finishing its units
       }
     }
   }

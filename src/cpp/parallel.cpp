@@ -96,7 +96,7 @@ class Pool {
     call(fn, 0, nthreads);
     for (int i = 0; pending_.load(std::memory_order_acquire) != 0; ++i) {
       if (i < kSpin) {
-        pause();
+        cpu_pause();
         continue;
       }
       std::unique_lock<std::mutex> lock(mu_);
@@ -113,12 +113,6 @@ class Pool {
 
  private:
   static constexpr int kSpin = 20000;
-
-  static void pause() {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
-  }
 
   void call(const std::function<void(int, int)>& fn, int tid, int n) {
     t_in_job = true;
@@ -146,7 +140,7 @@ class Pool {
     for (;;) {
       for (int i = 0; generation_.load(std::memory_order_acquire) == seen; ++i) {
         if (i < kSpin) {
-          pause();
+          cpu_pause();
           continue;
         }
         std::unique_lock<std::mutex> lock(mu_);

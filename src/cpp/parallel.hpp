@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <thread>
 
 namespace fastbench {
 
@@ -19,5 +20,26 @@ int resolve_threads(int threads, const char* who);
 // and waits for all. The first exception thrown by any call is rethrown after all have
 // finished. Calls from several threads at once run one after another.
 void run_parallel(int nthreads, const std::function<void(int tid, int nthreads)>& fn);
+
+// The pause instruction of a spin loop (nothing where there is none): it tells the core the
+// loop waits, which saves power and the other hyper-thread's issue slots.
+inline void cpu_pause() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+// One step of a wait on another thread of the same parallel region: a pause for the first
+// steps (tens of microseconds), then a yield of the time slice, so that with more threads
+// than cores a waiter hands its core to the thread it waits on.
+inline void spin_wait_step(int* step) {
+  constexpr int kPauses = 2000;
+  if (*step < kPauses) {
+    ++*step;
+    cpu_pause();
+  } else {
+    std::this_thread::yield();
+  }
+}
 
 }  // namespace fastbench
