@@ -17,7 +17,8 @@ from typing import Any, Callable
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from fastbench.analysis import analyze, models
+from fastbench.analysis import analyze
+from fastbench.pytorch import models
 
 
 def _flop_counter(model: Any, inputs: tuple[Any, ...]) -> int:

@@ -16,7 +16,7 @@ import time
 
 import numpy as np
 
-from fastbench import kernels
+from fastbench.roofline import kernels
 
 WORKING_SET = 3 * (96 << 20)  # three 96 MiB arrays: far beyond the last-level cache
 C_TRIAD = r"""

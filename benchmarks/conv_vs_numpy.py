@@ -14,7 +14,7 @@ import statistics
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from fastbench import kernels
+from fastbench.roofline import kernels
 
 from _anchors import alternating_blocks, paired_block_ratio
 

@@ -26,7 +26,7 @@ from typing import Callable
 import fastbench
 from fastbench import _core
 from fastbench.counters import count
-from fastbench.stat import stat_command
+from fastbench.counters.command import stat_command
 
 SOFTWARE = ["task-clock", "page-faults", "context-switches", "cpu-clock", "minor-faults",
             "major-faults"]

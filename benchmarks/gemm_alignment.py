@@ -19,7 +19,7 @@ os.environ["OPENBLAS_NUM_THREADS"] = "1"  # read when numpy's BLAS loads: before
 import numpy as np
 from _anchors import alternating_blocks, paired_block_ratio
 
-from fastbench import kernels
+from fastbench.roofline import kernels
 
 
 def at_offset(shape: tuple[int, int], dtype: str, offset_bytes: int) -> np.ndarray:

@@ -32,7 +32,7 @@ def run(threads: int) -> None:
     import numpy as np
 
     import fastbench
-    from fastbench import kernels
+    from fastbench.roofline import kernels
 
     for dtype in ("float32", "float64"):
         peak = max(kernels.peak_flops(dtype, threads=threads, min_time_s=0.2).gflops

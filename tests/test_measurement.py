@@ -16,7 +16,7 @@ import pytest
 from fastbench import Measurement
 from fastbench.measurement import STOP_REASONS, measurement_warnings, relative_half_width
 from fastbench.memory import CallMemory
-from fastbench.report import measurement_lines
+from fastbench.report.text import measurement_lines
 from fastbench.stats import summarize
 
 _RNG = np.random.default_rng(7)

@@ -16,10 +16,11 @@ except ImportError as exc:  # pragma: no cover - exercised only on a broken inst
         "for development) from the source tree; this needs a C++17 compiler and CMake."
     ) from exc
 
-from . import counters, kernels, memory, results, roofline, stats
+from . import counters, memory, results, roofline, stats
+from .roofline import kernels
 from . import analysis  # after results: its result type registers a results-file kind
-from .clocks import ClockSpec, ClockTable, clocks
-from .compare import Comparison, compare, compare_measurements
+from .timing.clocks import ClockSpec, ClockTable, clocks
+from .comparison import Comparison, compare, compare_measurements
 from .counters import CountersUnavailable
 from .errors import ClockUnavailable, FastbenchError
 from .measurement import Measurement

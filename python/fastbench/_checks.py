@@ -1,12 +1,16 @@
-"""Argument checks shared by the Python layer: an integer argument must be an int (a numpy
-integer will do; a bool or a float will not) and at least its minimum; a flag must be a bool. Raises the built-in
-TypeError or ValueError naming the argument; nothing else here.
+"""Every argument check of the Python layer: integers (a numpy integer will do; a bool or a
+float will not) with a minimum, flags that must be bools, durations in seconds, fractions in
+(0, 1) and choices from a list. Raises the built-in TypeError or ValueError naming the
+argument; nothing else here.
 """
 
 from __future__ import annotations
 
+import math
 import operator
-from typing import Any
+from typing import Any, Sequence
+
+import numpy as np
 
 
 def check_int(name: str, value: Any, minimum: int | None = None) -> int:
@@ -29,3 +33,33 @@ def check_bool(name: str, value: Any) -> bool:
     if not isinstance(value, bool):
         raise TypeError(f"{name} must be True or False, got {type(value).__name__} {value!r}")
     return value
+
+
+def _real(name: str, value: Any, what: str) -> float:
+    """``value`` as a float if it is a real number (numpy scalars included, bool not)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name} must be {what}, got {type(value).__name__}")
+    return float(value)
+
+
+def check_seconds(name: str, value: Any) -> float:
+    """``value`` as a finite positive number of seconds, else TypeError / ValueError."""
+    seconds = _real(name, value, "a number of seconds")
+    if not math.isfinite(seconds) or seconds <= 0.0:
+        raise ValueError(f"{name} must be finite and > 0 seconds, got {value!r}")
+    return seconds
+
+
+def check_fraction(name: str, value: Any) -> float:
+    """``value`` as a float strictly between 0 and 1, else TypeError / ValueError."""
+    fraction = _real(name, value, "a number")
+    if not 0.0 < fraction < 1.0:
+        raise ValueError(f"{name} must be in (0, 1) (e.g. 0.01 for ±1%), got {value!r}")
+    return fraction
+
+
+def check_choice(name: str, value: Any, choices: Sequence[str]) -> str:
+    """``value`` if it is one of ``choices``, else ValueError listing them."""
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {tuple(choices)}, got {value!r}")
+    return str(value)

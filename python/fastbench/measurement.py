@@ -14,7 +14,7 @@ from numpy.typing import NDArray
 
 from .counters import SampleCounts
 from .memory import CallMemory
-from .phases import Phases, timing_phases
+from .timing.phases import Phases, timing_phases
 from .stats import Summary, median_ci, summarize
 from .units import format_ns
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import formulas, layers
-from .counts import CONVENTION, Cost, Count, dtype_bytes, format_count
+from .costs import CONVENTION, Cost, Count, dtype_bytes, format_count
 from .model_analysis import (Coverage, MemoryEstimate, ModelAnalysis, ModulePlacement, ModuleRow,
                              Parameters, UncountedOp)
 
@@ -49,5 +49,5 @@ def analyze(model: Any, *inputs: Any, backward: bool = False, grad_mode: str = "
         torch is not installed (an ImportError).
     """
     _require_torch()
-    from .torch_analyzer import analyze as run
+    from ..pytorch.analyzer import analyze as run
     return run(model, *inputs, backward=backward, grad_mode=grad_mode, kwargs=kwargs)

@@ -25,7 +25,7 @@ from types import MappingProxyType
 from typing import Any, Mapping, Sequence
 
 from .._checks import check_int
-from .counts import Cost, Count, dtype_bytes
+from .costs import Cost, Count, dtype_bytes
 
 __all__ = [
     "ACTIVATIONS", "ELEMENTWISE_FLOPS", "INDEX_BYTES",

@@ -14,7 +14,7 @@ from typing import Any, Callable, ClassVar, Iterator, Sequence
 
 from .._checks import check_bool, check_int
 from . import formulas
-from .counts import CONVENTION, Cost, Count, Totals, format_count
+from .costs import CONVENTION, Cost, Count, Totals, format_count
 
 __all__ = [
     "Activation", "AdaptiveAvgPool2d", "AvgPool2d", "BatchNorm1d", "BatchNorm2d",

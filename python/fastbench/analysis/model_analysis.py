@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from ..results import register_kind
-from .counts import CONVENTION, Count, Totals, format_count
+from .costs import CONVENTION, Count, Totals, format_count
 
 __all__ = ["Coverage", "MemoryEstimate", "ModelAnalysis", "ModulePlacement", "ModuleRow",
            "Parameters", "UncountedOp"]

@@ -1,0 +1,280 @@
+"""The native calibration kernels from Python: GEMM, conv2d, memory bandwidth, FMA peak.
+
+Owns argument checking and the numpy side (dtypes, shapes, contiguity, output arrays); the
+work runs in the native core with the GIL released. Nothing here times or summarises: the
+roofline module does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import numpy as np
+from numpy.typing import NDArray
+
+from .. import _core
+
+__all__ = ["BANDWIDTH_KINDS", "BandwidthResult", "PeakResult", "bandwidth", "conv2d", "gemm",
+           "gemm_isa", "peak_flops"]
+
+BANDWIDTH_KINDS = ("read", "write", "copy", "scale", "add", "triad")
+_GEMM: dict[np.dtype[Any], Callable[..., None]] = {
+    np.dtype(np.float32): _core.gemm_f32, np.dtype(np.float64): _core.gemm_f64}
+# Guard against requests that would exhaust memory before numpy or the core try.
+_MAX_ELEMENTS = 1 << 34
+
+
+@dataclass(frozen=True)
+class BandwidthResult:
+    """One bandwidth kernel over one working set.
+
+    Bytes are counted as STREAM counts them: every array element read or written once per
+    pass (8 bytes each), without the write-allocate read that a cached store also causes
+    (``write_allocate_bytes_per_pass``, reported apart).
+    """
+
+    kind: str
+    working_set_bytes: int
+    arrays: int
+    bytes_per_pass: float
+    write_allocate_bytes_per_pass: float
+    best_s: float
+    median_s: float
+    gb_per_s: float
+    threads: int
+    passes: int
+    isa: str
+
+
+@dataclass(frozen=True)
+class PeakResult:
+    """Peak floating-point rate of independent FMA chains (plus adds with ``add_mix``)."""
+
+    dtype: str
+    isa: str
+    add_mix: bool
+    threads: int
+    flops_per_s: float
+    core_hz: float
+    flops_per_cycle: float
+    expected_flops_per_cycle: float
+    seconds: float
+
+    @property
+    def gflops(self) -> float:
+        return self.flops_per_s / 1e9
+
+    @property
+    def efficiency(self) -> float | None:
+        """Measured / expected FLOP per cycle, None where the ISA sets no expectation."""
+        if self.expected_flops_per_cycle <= 0:
+            return None
+        return self.flops_per_cycle / self.expected_flops_per_cycle
+
+
+def _threads(threads: int | None) -> int:
+    if threads is None:
+        return 0
+    if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or threads < 1:
+        raise ValueError(f"threads must be None (all cores) or an int >= 1, got {threads!r}")
+    return int(threads)
+
+
+def _float_array(x: Any, name: str, ndim: int, dtypes: Sequence[np.dtype[Any]]) -> NDArray[Any]:
+    if not isinstance(x, np.ndarray):
+        raise TypeError(f"{name} must be a numpy array, got {type(x).__name__}")
+    if x.dtype not in dtypes:
+        allowed = " or ".join(str(d) for d in dtypes)
+        raise TypeError(f"{name} has dtype {x.dtype}, expected {allowed}")
+    if x.ndim != ndim:
+        raise ValueError(f"{name} has {x.ndim} dimensions (shape {x.shape}), expected {ndim}")
+    return x
+
+
+def gemm_isa() -> str:
+    """The GEMM code path on this machine: "avx2+fma" or "portable"."""
+    return _core.gemm_isa()
+
+
+def gemm(a: NDArray[Any], b: NDArray[Any], out: NDArray[Any] | None = None, *,
+         alpha: float = 1.0, beta: float = 0.0, threads: int | None = None) -> NDArray[Any]:
+    """``alpha * a @ b + beta * out`` for 2-D float32 or float64 arrays, in the native core.
+
+    Parameters
+    ----------
+    a, b : ndarray
+        (m, k) and (k, n), one dtype (float32 or float64). Non-contiguous inputs are copied
+        to C order first; contiguous ones are read in place.
+    out : ndarray, optional
+        (m, n) C-contiguous array of the same dtype, written in place (read too when beta is
+        not 0). A new array when omitted.
+    alpha, beta : float
+        Scale factors; beta 0 ignores what ``out`` held.
+    threads : int, optional
+        Threads to use; None means all cores.
+
+    Returns
+    -------
+    ndarray
+        ``out`` (or the new array).
+
+    Raises
+    ------
+    TypeError
+        Not numpy arrays, a dtype other than float32/float64, mixed dtypes.
+    ValueError
+        Wrong dimensions, shapes that do not agree, a non-contiguous or read-only ``out``,
+        ``beta`` without ``out``, a bad thread count.
+    MemoryError
+        A result too large to allocate.
+    """
+    allowed = tuple(_GEMM)
+    a = _float_array(a, "a", 2, allowed)
+    b = _float_array(b, "b", 2, allowed)
+    if a.dtype != b.dtype:
+        raise TypeError(f"a and b must have one dtype, got {a.dtype} and {b.dtype}")
+    (m, k), (k2, n) = a.shape, b.shape
+    if k != k2:
+        raise ValueError(f"shapes {a.shape} and {b.shape} do not agree: a has {k} columns, "
+                         f"b has {k2} rows")
+    nthreads = _threads(threads)
+    if out is None:
+        if beta != 0:
+            raise ValueError("beta != 0 needs an out array to scale")
+        if m * n > _MAX_ELEMENTS:
+            raise MemoryError(f"a {m}x{n} result is too large to allocate")
+        out = np.empty((m, n), dtype=a.dtype)
+    else:
+        out = _float_array(out, "out", 2, (a.dtype,))
+        if out.shape != (m, n):
+            raise ValueError(f"out has shape {out.shape}, expected {(m, n)}")
+        if not out.flags.c_contiguous:
+            raise ValueError("out must be C-contiguous (it is written in place)")
+        if not out.flags.writeable:
+            raise ValueError("out is read-only")
+    _GEMM[a.dtype](np.ascontiguousarray(a), np.ascontiguousarray(b), out, alpha, beta,
+                   nthreads)
+    return out
+
+
+def _pair(value: int | Sequence[int], name: str, minimum: int) -> tuple[int, int]:
+    pair = (value, value) if isinstance(value, (int, np.integer)) else tuple(value)
+    if (len(pair) != 2 or any(isinstance(v, bool) or not isinstance(v, (int, np.integer))
+                              for v in pair)):
+        raise TypeError(f"{name} must be an int or a pair of ints, got {value!r}")
+    if any(v < minimum for v in pair):
+        raise ValueError(f"{name} must be >= {minimum}, got {value!r}")
+    return int(pair[0]), int(pair[1])
+
+
+def conv2d(x: NDArray[np.float32], weight: NDArray[np.float32],
+           bias: NDArray[np.float32] | None = None, *, stride: int | Sequence[int] = 1,
+           padding: int | Sequence[int] = 0, dilation: int | Sequence[int] = 1,
+           groups: int = 1, algo: str = "auto",
+           threads: int | None = None) -> NDArray[np.float32]:
+    """2-D convolution of float32 NCHW data, with PyTorch's ``conv2d`` semantics.
+
+    Parameters
+    ----------
+    x : ndarray
+        (n, c_in, h, w) float32.
+    weight : ndarray
+        (c_out, c_in / groups, kh, kw) float32.
+    bias : ndarray, optional
+        (c_out,) float32.
+    stride, padding, dilation : int or (int, int)
+        Per (height, width); padding is zeros on each side.
+    groups : int
+        c_in and c_out must both be divisible by it (depthwise: groups == c_in).
+    algo : {"auto", "im2col", "direct"}
+        Lowering to GEMM, direct loops, or (the default) direct when the GEMM's reduction,
+        channels per group × kernel area, is shorter than 64 (depthwise and other thin
+        grouped convolutions), im2col otherwise.
+    threads : int, optional
+        None means all cores.
+
+    Returns
+    -------
+    ndarray
+        (n, c_out, out_h, out_w) float32, out = (in + 2·pad − dil·(k − 1) − 1) // stride + 1.
+
+    Raises
+    ------
+    TypeError
+        Not float32 numpy arrays, or badly typed parameters.
+    ValueError
+        Shapes that do not agree, an empty output, a bad algo or thread count.
+    """
+    f32 = (np.dtype(np.float32),)
+    x = _float_array(x, "x", 4, f32)
+    weight = _float_array(weight, "weight", 4, f32)
+    if bias is not None:
+        bias = np.ascontiguousarray(_float_array(bias, "bias", 1, f32))
+    if algo not in ("auto", "im2col", "direct"):
+        raise ValueError(f"algo must be 'auto', 'im2col' or 'direct', got {algo!r}")
+    if isinstance(groups, bool) or not isinstance(groups, (int, np.integer)) or groups < 1:
+        raise ValueError(f"groups must be an int >= 1, got {groups!r}")
+    return _core.conv2d(np.ascontiguousarray(x), np.ascontiguousarray(weight), bias,
+                        _pair(stride, "stride", 1), _pair(padding, "padding", 0),
+                        _pair(dilation, "dilation", 1), int(groups), algo, _threads(threads))
+
+
+def bandwidth(kind: str, nbytes: int, threads: int | None = None,
+              min_time_s: float = 0.05) -> BandwidthResult:
+    """Memory bandwidth of a STREAM-style kernel over a working set of ``nbytes``.
+
+    Parameters
+    ----------
+    kind : {"read", "write", "copy", "scale", "add", "triad"}
+    nbytes : int
+        All arrays together, in bytes; sizes below the L1 cache measure L1, far above the
+        last-level cache measure DRAM.
+    threads : int, optional
+        None means all cores; each thread works on its own slice.
+    min_time_s : float
+        Seconds of timed passes at least (after one warm pass).
+
+    Returns
+    -------
+    BandwidthResult
+        GB/s (1e9 bytes per second) of the fastest pass, STREAM's byte counting.
+    """
+    if kind not in BANDWIDTH_KINDS:
+        raise ValueError(f"kind must be one of {', '.join(BANDWIDTH_KINDS)}, got {kind!r}")
+    if isinstance(nbytes, bool) or not isinstance(nbytes, (int, np.integer)) or nbytes < 1:
+        raise ValueError(f"nbytes must be a positive int, got {nbytes!r}")
+    r = _core.bandwidth(kind, int(nbytes), _threads(threads), float(min_time_s))
+    return BandwidthResult(r.kind, r.working_set_bytes, r.arrays, r.bytes_per_pass,
+                           r.write_allocate_bytes_per_pass, r.best_s, r.median_s, r.gb_per_s,
+                           r.threads, r.passes, r.isa)
+
+
+def peak_flops(dtype: str = "float32", threads: int | None = None, *, add_mix: bool = False,
+               min_time_s: float = 0.1) -> PeakResult:
+    """Peak FLOP/s of independent FMA chains held in registers.
+
+    Parameters
+    ----------
+    dtype : {"float32", "float64"}
+    threads : int, optional
+        None means all cores.
+    add_mix : bool
+        Interleave independent adds with the FMAs (gains where the core has separate add
+        pipes, as AMD Zen does).
+    min_time_s : float
+        Seconds per thread at least.
+
+    Returns
+    -------
+    PeakResult
+        FLOP/s (2 per FMA lane, 1 per add lane), the measured core clock, FLOP per cycle and
+        what the detected ISA promises per cycle.
+    """
+    name = np.dtype(dtype).name if dtype in ("float32", "float64", np.float32, np.float64) \
+        else dtype
+    if name not in ("float32", "float64"):
+        raise ValueError(f"dtype must be 'float32' or 'float64', got {dtype!r}")
+    r = _core.peak_flops(name, _threads(threads), bool(add_mix), float(min_time_s))
+    return PeakResult(r.dtype, r.isa, r.add_mix, r.threads, r.flops_per_s, r.core_hz,
+                      r.flops_per_cycle, r.expected_flops_per_cycle, r.seconds)

@@ -1,0 +1,364 @@
+"""The command line, run as a user would: `python -m fastbench` in a subprocess."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import fastbench
+
+STAT_LINE = re.compile(
+    r"^\d[\d.]* (ns|µs|ms|s) ± (\d+\.\d%|n/a) \(median of \d+ (samples?|quiet-phase samples of \d+) × [\d,]+ loops, "
+    r"(tsc|steady) clock\)$",
+    re.MULTILINE,
+)
+
+
+def run(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, PYTHONIOENCODING="utf-8")
+    return subprocess.run(
+        [sys.executable, "-m", "fastbench", *args],
+        capture_output=True, text=True, timeout=timeout, env=env, check=False,
+    )
+
+
+def test_version() -> None:
+    r = run("--version")
+    assert r.returncode == 0
+    assert r.stdout.strip() == f"fastbench {fastbench.__version__}"
+
+
+def test_console_script_is_installed() -> None:
+    script = Path(sys.executable).with_name("fastbench")
+    if not script.exists():
+        pytest.skip("the console script lives outside this interpreter's bin directory")
+    r = subprocess.run([str(script), "--version"], capture_output=True, text=True, check=False)
+    assert r.returncode == 0 and fastbench.__version__ in r.stdout
+
+
+def test_no_command_prints_usage_and_fails() -> None:
+    r = run()
+    assert r.returncode == 2
+    assert "usage:" in r.stdout
+
+
+def test_info_shows_every_section() -> None:
+    r = run("info")
+    assert r.returncode == 0, r.stderr
+    out = r.stdout
+    for heading in ("Machine", "Instruction set", "Clocks", "Noise checks"):
+        assert re.search(rf"^{heading}$", out, re.MULTILINE), heading
+    table = fastbench.clocks()
+    assert f"auto -> {table.auto}:" in out
+    for spec in table:
+        assert re.search(rf"^  {spec.name}\s+(yes|no)\s", out, re.MULTILINE), spec.name
+    for check in ("clocksource", "perf_event_paranoid", "load"):
+        assert re.search(rf"\[(ok|warn|unknown)\]\s+{check}\s", out), check
+
+
+def test_timeit_prints_the_statistics_line() -> None:
+    r = run("timeit", "-s", "r = range(50)", "-r", "7", "--min-time", "0.002", "--duration", "0",
+            "sum(r)")
+    assert r.returncode == 0, r.stderr
+    assert STAT_LINE.search(r.stdout), r.stdout
+    assert "median of 7 samples" in r.stdout
+    assert "net of call floor" in r.stdout
+
+
+def test_timeit_fixed_loops() -> None:
+    r = run("timeit", "-n", "123", "-r", "6", "--duration", "0", "--clock", "steady", "x = 1")
+    assert r.returncode == 0, r.stderr
+    assert "× 123 loops, steady clock" in r.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("timeit", "1/0"), "error: ZeroDivisionError: division by zero"),
+        (("timeit", "1 +"), "error: SyntaxError"),
+        (("timeit", "-r", "0", "pass"), "error: ValueError: repeat must be >= 1, got 0"),
+    ],
+)
+def test_errors_are_one_line_without_traceback(args: tuple[str, ...], message: str) -> None:
+    r = run(*args)
+    assert r.returncode == 1
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1, r.stderr
+    assert lines[0].startswith(message)
+    assert "Traceback" not in r.stderr
+
+
+def test_debug_shows_the_traceback() -> None:
+    r = run("--debug", "timeit", "1/0")
+    assert r.returncode != 0
+    assert "Traceback" in r.stderr and "ZeroDivisionError" in r.stderr
+
+
+def test_tour_runs_and_writes_its_report(tmp_path: Path) -> None:
+    out = tmp_path / "tour.txt"
+    r = run("tour", "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    report = out.read_text(encoding="utf-8")
+    for section in ("Clocks", "Noise checks", "sorted(1000 ints)", "sum(range(1000))", "native spin"):
+        assert section in r.stdout and section in report, section
+    assert len(STAT_LINE.findall(report)) >= 3
+    m = re.search(r"net error ([+-]\d+\.\d+)%", report)
+    assert m is not None
+    assert abs(float(m.group(1))) < 25.0  # generous: the tour runs on any machine
+    # The analysis section: the three small models from layer specs (without torch too), and
+    # the memory tracker seeing its 64 MiB.
+    for name in ("mlp", "small_cnn", "transformer_block", "669,706 params"):
+        assert name in report, name
+    assert re.search(r"peak RSS .*\+6[34]\.\d MiB", report), report[-2000:]
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        assert "PyTorch is not installed" in report
+    else:
+        assert report.count("MACs and params equal") == 3
+
+
+# -- timeit -o and compare ---------------------------------------------------------------------
+DATA = Path(__file__).parent.parent / "data"
+NO_DIFF = "no significant difference"
+
+
+def _synthetic_file(path: Path, median_ns: float, seed: int, name: str = "bench",
+                    n: int = 30) -> Path:
+    """Save one Measurement of seeded lognormal samples (cv ~2%) around ``median_ns``."""
+    import numpy as np
+
+    samples = np.random.default_rng(seed).lognormal(np.log(median_ns), 0.02, n)
+    m = fastbench.Measurement(
+        samples_ns=samples, loops=1000, warmup_samples_ns=np.empty(0), clock="tsc",
+        overhead_ns=0.5, overhead_mad_ns=0.1, call_floor_ns=20.0, call_floor_mad_ns=1.0,
+        name=name,
+    )
+    fastbench.save(m, path)
+    return path
+
+
+@pytest.fixture
+def ab_files(tmp_path: Path) -> tuple[str, str]:
+    """A baseline file and a candidate file 20% slower."""
+    a = _synthetic_file(tmp_path / "A.json", 1000.0, seed=1)
+    b = _synthetic_file(tmp_path / "B.json", 1200.0, seed=2)
+    return str(a), str(b)
+
+
+def _one_error_line(r: subprocess.CompletedProcess[str]) -> str:
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1, r.stderr
+    assert lines[0].startswith("error:"), r.stderr
+    assert "Traceback" not in r.stderr
+    return lines[0]
+
+
+def test_timeit_output_file(tmp_path: Path) -> None:
+    out = tmp_path / "m.json"
+    r = run("timeit", "-s", "r = range(50)", "-r", "9", "--min-time", "0.002", "--duration", "0",
+            "-o", str(out), "sum(r)")
+    assert r.returncode == 0, r.stderr
+    assert f"saved to {out}" in r.stdout
+    m = fastbench.load(out)
+    assert isinstance(m, fastbench.Measurement)
+    assert m.n == 9
+    assert m.name == "sum(r)"
+    assert m.call_floor_kind == "statement"
+    assert str(m) in r.stdout  # the file holds what was printed
+
+
+def test_timeit_duration_spreads_samples_over_time(tmp_path: Path) -> None:
+    out = tmp_path / "m.json"
+    r = run("timeit", "-r", "5", "--min-time", "0.002", "--duration", "0.3", "-o", str(out),
+            "x = 1")
+    assert r.returncode == 0, r.stderr
+    m = fastbench.load(out)
+    assert isinstance(m, fastbench.Measurement)
+    assert m.stop_reason == "duration_s"
+    assert m.elapsed_s >= 0.3 and m.n > 5
+
+
+def test_timeit_budget_and_target(tmp_path: Path) -> None:
+    out = tmp_path / "m.json"
+    r = run("timeit", "-r", "6", "--min-time", "0.002", "--target-rel-ci", "1e-7",
+            "--max-time", "0.1", "-o", str(out), "x = 1")
+    assert r.returncode == 0, r.stderr
+    assert "note: the time budget ended sampling before its goal" in r.stdout
+    assert "warning: precision target not reached" in r.stdout
+    m = fastbench.load(out)
+    assert (m.stop_reason, m.target_rel_ci) == ("max_time_s", 1e-7)
+
+
+def test_timeit_bad_target_is_one_error_line() -> None:
+    r = run("timeit", "--target-rel-ci", "2", "pass")
+    assert r.returncode == 1
+    assert "target_rel_ci" in _one_error_line(r)
+
+
+def test_compare_files_finds_the_slowdown(ab_files: tuple[str, str]) -> None:
+    r = run("compare", *ab_files)
+    assert r.returncode == 0, r.stderr
+    assert "baseline: A.json (unpaired saved samples, Mann-Whitney U)" in r.stdout
+    row = re.search(r"^  B\.json .*$", r.stdout, re.MULTILINE)
+    assert row is not None, r.stdout
+    assert row.group(0).rstrip().endswith("slower")
+    assert re.search(r"\+(19|20|21)\.\d\d%", row.group(0)), row.group(0)  # ~20% slower
+    assert r.stderr == ""
+
+
+def test_compare_fail_slower_exits_3(ab_files: tuple[str, str]) -> None:
+    r = run("compare", "--fail-slower", "5", *ab_files)
+    assert r.returncode == 3
+    assert "slower" in r.stdout  # the table is printed all the same
+    line = _one_error_line(r)
+    assert "by more than 5.0%" in line and "B.json" in line
+
+
+def test_compare_fail_slower_above_the_slowdown(ab_files: tuple[str, str]) -> None:
+    r = run("compare", "--fail-slower", "50", *ab_files)
+    assert r.returncode == 0, r.stderr
+    assert "slower" in r.stdout
+
+
+def test_compare_identical_files(ab_files: tuple[str, str]) -> None:
+    a = ab_files[0]
+    r = run("compare", "--fail-slower", "1", a, a)
+    assert r.returncode == 0, r.stderr
+    assert NO_DIFF in r.stdout
+    assert "A.json#2" in r.stdout  # the candidate gets a label distinct from the baseline
+
+
+def test_compare_matches_benchmarks_by_name(tmp_path: Path) -> None:
+    import numpy as np
+
+    def file(path: Path, medians: dict[str, float], seed: int) -> str:
+        rng = np.random.default_rng(seed)
+        ms = {
+            name: fastbench.Measurement(
+                samples_ns=rng.lognormal(np.log(med), 0.02, 20), loops=10,
+                warmup_samples_ns=np.empty(0), clock="tsc", overhead_ns=0.5,
+                overhead_mad_ns=0.1, call_floor_ns=20.0, call_floor_mad_ns=1.0, name=name)
+            for name, med in medians.items()
+        }
+        fastbench.save(ms, path)
+        return str(path)
+
+    base = file(tmp_path / "base.json", {"fast": 500.0, "slow": 5000.0, "gone": 100.0}, 3)
+    cand = file(tmp_path / "cand.json", {"slow": 4000.0, "fast": 500.0}, 4)
+    r = run("compare", base, cand)
+    assert r.returncode == 0, r.stderr
+    assert "baseline: fast @ base.json" in r.stdout
+    assert "baseline: slow @ base.json" in r.stdout
+    assert "gone: in no candidate file, skipped" in r.stdout
+    slow_block = r.stdout.split("baseline: slow @ base.json")[1]
+    row = re.search(r"^  cand\.json .*$", slow_block, re.MULTILINE)
+    assert row is not None and row.group(0).rstrip().endswith("faster"), slow_block
+
+
+def test_compare_run_statements(tmp_path: Path) -> None:
+    out = tmp_path / "ab.json"
+    r = run("compare", "--run", "sum(r)", "sorted(r)", "-s", "r = list(range(100))",
+            "--rounds", "8", "--min-time", "0.002", "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    assert "paired over 8 interleaved rounds" in r.stdout
+    assert "[0] sum(r)" in r.stdout and "[1] sorted(r)" in r.stdout
+    assert f"saved to {out}" in r.stdout
+    c = fastbench.load(out)
+    assert isinstance(c, fastbench.Comparison)
+    assert (c.baseline, c.rounds, c.paired) == ("[0] sum(r)", 8, True)
+    assert list(c.results) == ["[1] sorted(r)"]
+    assert all(m.n == 8 for m in c.measurements.values())
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("only.json",), "baseline file and at least one candidate"),
+        (("x.json", "y.json", "--run", "pass", "pass"), "either result files or --run"),
+        (("--run", "pass"), "at least two statements"),
+        ((), "baseline file and at least one candidate"),
+    ],
+    ids=["one-file", "files-and-run", "one-statement", "nothing"],
+)
+def test_compare_usage_errors(args: tuple[str, ...], message: str) -> None:
+    r = run("compare", *args)
+    assert r.returncode == 1
+    assert message in _one_error_line(r)
+    assert r.stdout == ""
+
+
+def test_compare_missing_file(ab_files: tuple[str, str], tmp_path: Path) -> None:
+    r = run("compare", ab_files[0], str(tmp_path / "nope.json"))
+    assert r.returncode == 1
+    assert "nope.json" in _one_error_line(r)
+
+
+def test_compare_pyperf_file_with_itself() -> None:
+    path = str(DATA / "pyperf_timeit.json")
+    r = run("compare", "--fail-slower", "1", path, path)
+    assert r.returncode == 0, r.stderr
+    assert "baseline: pyperf_timeit.json (unpaired saved samples" in r.stdout
+    assert NO_DIFF in r.stdout
+
+
+def test_info_lists_event_counters_with_reasons() -> None:
+    r = run("info")
+    assert r.returncode == 0, r.stderr
+    assert "Event counters (perf_event, user space)" in r.stdout
+    table = fastbench.counters.available()
+    usable = [a.name for a in table if a.available]
+    if usable:
+        assert "  available: " + ", ".join(usable) in r.stdout
+    for a in table:
+        if not a.available:
+            assert f"unavailable ({a.reason}):" in r.stdout
+
+
+# -- analyze -----------------------------------------------------------------------------------
+def test_analyze_a_zoo_model_on_meta(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    out = tmp_path / "r18.json"
+    r = run("analyze", "fastbench.analysis.models:resnet18", "--depth", "1", "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    assert "11,689,512" in r.stdout and "1.81 GMACs" in r.stdout
+    assert "layer4" in r.stdout and "coverage: complete" in r.stdout
+    a = fastbench.load(out)
+    assert a.params == 11_689_512 and a.macs == 1_814_073_344
+
+
+def test_analyze_a_model_file_with_arguments_and_shapes(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    src = tmp_path / "net.py"
+    src.write_text(
+        "import torch\n"
+        "def build(width=8):\n"
+        "    return torch.nn.Sequential(torch.nn.Linear(4, width), torch.nn.ReLU(),\n"
+        "                               torch.nn.Linear(width, 2))\n", encoding="utf-8")
+    r = run("analyze", f"{src}:build", "--arg", "width=16", "--input-shape", "3,4",
+            "--backward", "--device", "cpu")
+    assert r.returncode == 0, r.stderr
+    params = 4 * 16 + 16 + 16 * 2 + 2
+    assert f"{params:,}" in r.stdout
+    # forward 3x4x16 + 3x16x2; backward: the second layer's input and weight gradients, the
+    # first layer's weight gradient only (the input needs none).
+    fwd = 3 * 4 * 16 + 3 * 16 * 2
+    assert f"{fwd + 2 * 3 * 16 * 2 + 3 * 4 * 16} MACs" in r.stdout.replace(",", ""), r.stdout
+
+
+@pytest.mark.parametrize("args, message", [
+    (("analyze", "no_colon"), "MODULE:FACTORY"),
+    (("analyze", "fastbench.analysis.models:nope"), "no attribute 'nope'"),
+    (("analyze", "fastbench.analysis.models:mlp", "--input-shape", "3,-1"), "positive integers"),
+    (("analyze", "fastbench.analysis.models:mlp", "--arg", "oops"), "KEY=VALUE"),
+])
+def test_analyze_errors_are_one_line(args: tuple[str, ...], message: str) -> None:
+    pytest.importorskip("torch")
+    r = run(*args)
+    assert r.returncode == 1
+    assert message in _one_error_line(r)

@@ -1,0 +1,298 @@
+"""fastbench.kernels: GEMM and conv2d against numpy references on many shapes, bandwidth and
+peak kernels on their invariants, and every bad-input path (a clear exception, never a crash)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fastbench import _core
+from fastbench.roofline import kernels
+
+RNG = np.random.default_rng(1234)
+DTYPES = [np.float32, np.float64]
+# m, n, k: 1x1, primes, tall/skinny, below one block, around the micro-tile and block edges.
+SHAPES = [(1, 1, 1), (7, 13, 29), (31, 17, 3), (2, 3, 1), (257, 1, 64), (1, 300, 5),
+          (6, 16, 256), (13, 33, 300), (97, 101, 103), (250, 130, 520), (64, 64, 64)]
+
+
+def _tolerance(dtype: type, k: int) -> float:
+    """Relative error bound growing with the reduction length K."""
+    return 4.0 * max(k, 1) * float(np.finfo(dtype).eps)
+
+
+def _reference(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return a.astype(np.float64) @ b.astype(np.float64)
+
+
+def _check_close(got: np.ndarray, want: np.ndarray, dtype: type, k: int) -> None:
+    scale = np.abs(want).max() + 1.0
+    err = np.abs(got.astype(np.float64) - want).max() / scale
+    assert err <= _tolerance(dtype, k), (err, _tolerance(dtype, k))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("m,n,k", SHAPES)
+@pytest.mark.parametrize("threads", [1, 2])
+def test_gemm_matches_numpy(dtype: type, m: int, n: int, k: int, threads: int) -> None:
+    a = RNG.standard_normal((m, k)).astype(dtype)
+    b = RNG.standard_normal((k, n)).astype(dtype)
+    got = kernels.gemm(a, b, threads=threads)
+    assert got.dtype == dtype and got.shape == (m, n)
+    _check_close(got, _reference(a, b), dtype, k)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_gemm_portable_path_matches_too(dtype: type) -> None:
+    a = RNG.standard_normal((45, 70)).astype(dtype)
+    b = RNG.standard_normal((70, 39)).astype(dtype)
+    _core._gemm_force_portable(True)
+    try:
+        got = kernels.gemm(a, b, threads=2)
+    finally:
+        _core._gemm_force_portable(False)
+    _check_close(got, _reference(a, b), dtype, 70)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_gemm_alpha_beta_and_out(dtype: type) -> None:
+    a = RNG.standard_normal((20, 30)).astype(dtype)
+    b = RNG.standard_normal((30, 10)).astype(dtype)
+    c0 = RNG.standard_normal((20, 10)).astype(dtype)
+    out = c0.copy()
+    back = kernels.gemm(a, b, out, alpha=0.5, beta=2.0)
+    assert back is out
+    _check_close(out, 0.5 * _reference(a, b) + 2.0 * c0, dtype, 30)
+    nan = np.full((20, 10), np.nan, dtype=dtype)
+    kernels.gemm(a, b, nan, beta=0.0)  # beta 0 ignores what out held, NaN included
+    _check_close(nan, _reference(a, b), dtype, 30)
+
+
+def _at_offset(shape: tuple[int, int], dtype: type, offset: int) -> np.ndarray:
+    """A C-contiguous array starting ``offset`` elements after a 64-byte boundary."""
+    item = np.dtype(dtype).itemsize
+    count = shape[0] * shape[1]
+    raw = np.empty(count * item + 128, dtype=np.uint8)
+    start = (-raw.ctypes.data) % 64 + offset * item
+    view = raw[start:start + count * item].view(dtype).reshape(shape)
+    assert view.ctypes.data % 64 == offset * item
+    return view
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("threads", [1, 2])
+def test_gemm_output_at_every_offset_in_a_cache_line(dtype: type, threads: int) -> None:
+    # Rows whole cache lines long let gemm shift its tiles onto line boundaries: the first
+    # tile of every row starts before C and must store only C's own columns, at any offset.
+    line = 64 // np.dtype(dtype).itemsize
+    for m, n, k in [(13, 4 * line, 37), (30, 2 * line + line, 300), (7, line * 5, 9)]:
+        a = RNG.standard_normal((m, k)).astype(dtype)
+        b = RNG.standard_normal((k, n)).astype(dtype)
+        want = _reference(a, b)
+        for offset in range(line):
+            out = _at_offset((m, n), dtype, offset)
+            c0 = RNG.standard_normal((m, n)).astype(dtype)
+            out[...] = c0
+            kernels.gemm(a, b, out, threads=threads)
+            _check_close(out, want, dtype, k)
+            out[...] = c0
+            kernels.gemm(a, b, out, alpha=-1.5, beta=0.5, threads=threads)
+            _check_close(out, -1.5 * want + 0.5 * c0, dtype, k)
+
+
+def test_gemm_never_writes_outside_out() -> None:
+    # Guard cells on both sides of an out whose first tile starts before it.
+    for dtype in DTYPES:
+        line = 64 // np.dtype(dtype).itemsize
+        m, n, k = 9, 3 * line, 40
+        whole = _at_offset((1, m * n + 2 * line), dtype, 0)[0]
+        whole[...] = 7.0
+        out = whole[line + 3:line + 3 + m * n].reshape(m, n)  # 3 elements into a line
+        a = RNG.standard_normal((m, k)).astype(dtype)
+        b = RNG.standard_normal((k, n)).astype(dtype)
+        kernels.gemm(a, b, out, threads=2)
+        _check_close(out, _reference(a, b), dtype, k)
+        assert np.all(whole[:line + 3] == 7.0) and np.all(whole[line + 3 + m * n:] == 7.0)
+
+
+def test_gemm_reads_non_contiguous_inputs() -> None:
+    a = RNG.standard_normal((40, 60))[:, ::2]  # 40 x 30, strided
+    b = RNG.standard_normal((20, 30)).T  # 30 x 20, Fortran order
+    got = kernels.gemm(a, b)
+    _check_close(got, _reference(a, b), np.float64, 30)
+
+
+def test_gemm_empty_k_scales_out() -> None:
+    a = np.empty((3, 0))
+    b = np.empty((0, 4))
+    out = np.ones((3, 4))
+    kernels.gemm(a, b, out, beta=3.0)
+    assert np.all(out == 3.0)
+
+
+@pytest.mark.parametrize("call, error, match", [
+    (lambda: kernels.gemm([[1.0]], np.ones((1, 1))), TypeError, "numpy array"),
+    (lambda: kernels.gemm(np.ones((2, 2), np.int64), np.ones((2, 2), np.int64)), TypeError, "dtype"),
+    (lambda: kernels.gemm(np.ones((2, 2)), np.ones((2, 2), np.float32)), TypeError, "one dtype"),
+    (lambda: kernels.gemm(np.ones(4), np.ones((4, 1))), ValueError, "dimensions"),
+    (lambda: kernels.gemm(np.ones((2, 3)), np.ones((4, 2))), ValueError, "do not agree"),
+    (lambda: kernels.gemm(np.ones((2, 3)), np.ones((3, 2)), np.ones((3, 3))), ValueError, "shape"),
+    (lambda: kernels.gemm(np.ones((2, 3)), np.ones((3, 2)), np.ones((2, 4))[:, ::2]),
+     ValueError, "C-contiguous"),
+    (lambda: kernels.gemm(np.ones((2, 3)), np.ones((3, 2)), beta=1.0), ValueError, "out"),
+    (lambda: kernels.gemm(np.ones((2, 3)), np.ones((3, 2)), threads=0), ValueError, "threads"),
+])
+def test_gemm_bad_inputs(call: object, error: type[Exception], match: str) -> None:
+    with pytest.raises(error, match=match):
+        call()  # type: ignore[operator]
+
+
+def test_gemm_read_only_out_is_refused() -> None:
+    out = np.zeros((2, 2))
+    out.flags.writeable = False
+    with pytest.raises(ValueError, match="read-only"):
+        kernels.gemm(np.ones((2, 2)), np.ones((2, 2)), out)
+
+
+def test_raw_binding_refuses_what_would_crash() -> None:
+    with pytest.raises(TypeError):
+        _core.gemm_f32(np.ones((2, 2)), np.ones((2, 2)), np.ones((2, 2)))  # float64 arrays
+    with pytest.raises(ValueError, match=r"\[gemm\] shapes"):
+        f = np.ones((2, 3), np.float32)
+        _core.gemm_f32(f, f, np.ones((2, 3), np.float32))
+
+
+# -- conv2d ---------------------------------------------------------------------------------
+def _conv_reference(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, stride: tuple[int, int],
+                    padding: tuple[int, int], dilation: tuple[int, int], groups: int) -> np.ndarray:
+    """Direct definition in float64: every output is a dot product over its receptive field."""
+    n, c_in, h, wd = x.shape
+    c_out, cpg, kh, kw = w.shape
+    sh, sw = stride
+    ph, pw = padding
+    dh, dw = dilation
+    xp = np.zeros((n, c_in, h + 2 * ph, wd + 2 * pw))
+    xp[:, :, ph:ph + h, pw:pw + wd] = x
+    oh = (h + 2 * ph - dh * (kh - 1) - 1) // sh + 1
+    ow = (wd + 2 * pw - dw * (kw - 1) - 1) // sw + 1
+    y = np.zeros((n, c_out, oh, ow))
+    opg = c_out // groups
+    for o in range(c_out):
+        g = o // opg
+        xs = xp[:, g * cpg:(g + 1) * cpg]
+        for i in range(kh):
+            for j in range(kw):
+                patch = xs[:, :, i * dh:i * dh + sh * (oh - 1) + 1:sh, j * dw:j * dw + sw * (ow - 1) + 1:sw]
+                y[:, o] += np.einsum("nchw,c->nhw", patch, w[o, :, i, j].astype(np.float64))
+        if bias is not None:
+            y[:, o] += bias[o]
+    return y
+
+
+CONV_CASES = [
+    # (n, c_in, h, w), (c_out, kh, kw), stride, padding, dilation, groups, bias
+    ((1, 3, 8, 8), (4, 3, 3), 1, 1, 1, 1, True),
+    ((2, 4, 9, 7), (6, 1, 1), 1, 0, 1, 1, False),
+    ((1, 4, 11, 13), (8, 3, 2), (2, 3), (1, 0), 1, 2, True),
+    ((3, 6, 10, 10), (6, 3, 3), 1, 2, 2, 6, True),      # depthwise, dilated
+    ((1, 2, 5, 5), (3, 5, 5), 1, 0, 1, 1, False),        # kernel as large as the input
+    ((1, 8, 16, 16), (4, 3, 3), 2, 1, 1, 2, False),
+    ((2, 3, 15, 12), (5, 7, 7), 2, 3, 1, 1, True),       # ResNet stem, small
+]
+
+
+@pytest.mark.parametrize("algo", ["auto", "im2col", "direct"])
+@pytest.mark.parametrize("case", CONV_CASES)
+@pytest.mark.parametrize("threads", [1, 2])
+def test_conv2d_matches_the_definition(algo: str, case: tuple, threads: int) -> None:  # type: ignore[type-arg]
+    (n, c_in, h, w), (c_out, kh, kw), stride, padding, dilation, groups, with_bias = case
+    x = RNG.standard_normal((n, c_in, h, w)).astype(np.float32)
+    wt = RNG.standard_normal((c_out, c_in // groups, kh, kw)).astype(np.float32)
+    bias = RNG.standard_normal(c_out).astype(np.float32) if with_bias else None
+    got = kernels.conv2d(x, wt, bias, stride=stride, padding=padding, dilation=dilation,
+                         groups=groups, algo=algo, threads=threads)
+    pair = lambda v: (v, v) if isinstance(v, int) else v  # noqa: E731
+    want = _conv_reference(x, wt, bias, pair(stride), pair(padding), pair(dilation), groups)
+    assert got.shape == want.shape and got.dtype == np.float32
+    k = (c_in // groups) * kh * kw
+    _check_close(got, want, np.float32, k)
+
+
+@pytest.mark.parametrize("case", CONV_CASES[:4])
+def test_conv2d_portable_direct_path_matches_too(case: tuple) -> None:  # type: ignore[type-arg]
+    (n, c_in, h, w), (c_out, kh, kw), stride, padding, dilation, groups, with_bias = case
+    x = RNG.standard_normal((n, c_in, h, w)).astype(np.float32)
+    wt = RNG.standard_normal((c_out, c_in // groups, kh, kw)).astype(np.float32)
+    bias = RNG.standard_normal(c_out).astype(np.float32) if with_bias else None
+    _core._conv2d_force_portable(True)
+    try:
+        got = kernels.conv2d(x, wt, bias, stride=stride, padding=padding, dilation=dilation,
+                             groups=groups, algo="direct", threads=2)
+    finally:
+        _core._conv2d_force_portable(False)
+    pair = lambda v: (v, v) if isinstance(v, int) else v  # noqa: E731
+    want = _conv_reference(x, wt, bias, pair(stride), pair(padding), pair(dilation), groups)
+    _check_close(got, want, np.float32, (c_in // groups) * kh * kw)
+
+
+@pytest.mark.parametrize("kwargs, error, match", [
+    ({"x": np.ones((1, 3, 4, 4))}, TypeError, "float32"),
+    ({"x": np.ones((3, 4, 4), np.float32)}, ValueError, "dimensions"),
+    ({"groups": 2}, ValueError, "group"),
+    ({"algo": "winograd"}, ValueError, "algo"),
+    ({"stride": 0}, ValueError, "stride"),
+    ({"padding": -1}, ValueError, "padding"),
+    ({"stride": (1, 2, 3)}, TypeError, "pair"),
+    ({"w": np.ones((2, 3, 9, 9), np.float32)}, ValueError, "conv2d"),  # kernel beyond input
+    ({"bias": np.ones(5, np.float32)}, ValueError, "bias"),
+    ({"threads": -1}, ValueError, "threads"),
+])
+def test_conv2d_bad_inputs(kwargs: dict, error: type[Exception], match: str) -> None:  # type: ignore[type-arg]
+    args = {"x": np.ones((1, 3, 4, 4), np.float32), "w": np.ones((2, 3, 3, 3), np.float32)}
+    args.update({k: v for k, v in kwargs.items() if k in ("x", "w")})
+    rest = {k: v for k, v in kwargs.items() if k not in ("x", "w")}
+    with pytest.raises(error, match=match):
+        kernels.conv2d(args["x"], args["w"], **rest)
+
+
+# -- bandwidth and peak ---------------------------------------------------------------------
+@pytest.mark.parametrize("kind, arrays, bytes_per_element",
+                         [("read", 1, 8), ("write", 1, 8), ("copy", 2, 16), ("scale", 2, 16),
+                          ("add", 3, 24), ("triad", 3, 24)])
+def test_bandwidth_counts_bytes_as_stream(kind: str, arrays: int, bytes_per_element: int) -> None:
+    nbytes = 3 * 64 * 1024
+    r = kernels.bandwidth(kind, nbytes, threads=1, min_time_s=0.005)
+    assert r.kind == kind and r.arrays == arrays and r.passes >= 1
+    elements = r.bytes_per_pass / bytes_per_element
+    assert elements * 8 * arrays == pytest.approx(r.working_set_bytes, rel=0.01)
+    assert r.gb_per_s > 0 and r.best_s <= r.median_s
+    assert r.gb_per_s == pytest.approx(r.bytes_per_pass / r.best_s / 1e9, rel=1e-6)
+
+
+def test_bandwidth_l1_is_faster_than_dram() -> None:
+    small = kernels.bandwidth("read", 16 * 1024, threads=1, min_time_s=0.02)
+    large = kernels.bandwidth("read", 256 << 20, threads=1, min_time_s=0.05)
+    assert small.gb_per_s > large.gb_per_s
+
+
+@pytest.mark.parametrize("call, error, match", [
+    (lambda: kernels.bandwidth("stream", 1 << 20), ValueError, "kind"),
+    (lambda: kernels.bandwidth("copy", 0), ValueError, "nbytes"),
+    (lambda: kernels.bandwidth("copy", 100), ValueError, "bandwidth"),
+    (lambda: kernels.bandwidth("copy", 1 << 60), ValueError, "bandwidth"),
+    (lambda: kernels.bandwidth("copy", 1 << 20, min_time_s=float("nan")), ValueError, "bandwidth"),
+    (lambda: kernels.peak_flops("float16"), ValueError, "dtype"),
+    (lambda: kernels.peak_flops("float32", threads=0), ValueError, "threads"),
+])
+def test_bandwidth_and_peak_bad_inputs(call: object, error: type[Exception], match: str) -> None:
+    with pytest.raises(error, match=match):
+        call()  # type: ignore[operator]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_peak_flops_is_positive_and_near_what_the_isa_promises(dtype: str) -> None:
+    r = kernels.peak_flops(dtype, threads=1, min_time_s=0.05)
+    assert r.flops_per_s > 0 and 0.3e9 < r.core_hz < 8e9
+    if r.expected_flops_per_cycle > 0:
+        # Generous: a busy machine only lowers the rate; above the ISA's promise is a bug.
+        assert 0 < r.flops_per_cycle <= 1.5 * r.expected_flops_per_cycle

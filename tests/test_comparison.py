@@ -1,0 +1,456 @@
+"""Tests for fastbench.compare: the rotating interleaved schedule (checked by recording the
+call order), paired verdicts against native spins of known duration (including A/A runs
+that must find nothing), the multiple-testing correction recomputed from the samples, the
+time budget, the Comparison record's round trips, and compare_measurements on synthetic
+lognormal samples with a known shift.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import pytest
+from scipy import stats as sps
+
+import fastbench
+from fastbench import Comparison, Measurement, _core, compare, compare_measurements
+from fastbench.comparison import rotation
+from fastbench.stats import SampleComparison, adjust_pvalues, compare_samples
+
+NO_DIFF = "no significant difference"
+# Short samples and modest rounds: enough pairs for a verdict, little wall time.
+QUICK: dict[str, Any] = {"rounds": 15, "min_time_s": 0.003}
+
+
+def _noop() -> None:
+    pass
+
+
+def _logger(log: list[str], name: str) -> Callable[[], None]:
+    def variant() -> None:
+        log.append(name)
+
+    return variant
+
+
+def _synthetic(samples: Any, name: str = "") -> Measurement:
+    return Measurement(
+        samples_ns=np.asarray(samples, dtype=np.float64),
+        loops=1000,
+        warmup_samples_ns=np.empty(0),
+        clock="tsc",
+        overhead_ns=0.5,
+        overhead_mad_ns=0.1,
+        call_floor_ns=20.0,
+        call_floor_mad_ns=1.0,
+        name=name,
+    )
+
+
+def _true_ns(ns: float) -> float:
+    """The least disturbed of a few native timings of the spin."""
+    return min(_core.spin_duration_ns(ns) for _ in range(3))
+
+
+# -- argument checks --------------------------------------------------------------------------
+def test_variants_must_be_a_mapping() -> None:
+    with pytest.raises(TypeError, match="mapping"):
+        compare([_noop, _noop])  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("variants", [{}, {"baseline": _noop}])
+def test_needs_two_variants(variants: dict[str, Any]) -> None:
+    with pytest.raises(ValueError, match="at least two variants"):
+        compare(variants)
+
+
+def test_unknown_baseline_names_the_variants() -> None:
+    with pytest.raises(ValueError, match=r"'main'.*\(old, new\)"):
+        compare({"old": _noop, "new": _noop}, baseline="main")
+
+
+@pytest.mark.parametrize("bad", [42, None, b"pass", ["pass"]])
+def test_variant_neither_callable_nor_str(bad: Any) -> None:
+    with pytest.raises(TypeError, match="'cand'"):
+        compare({"baseline": _noop, "cand": bad}, rounds=6, min_time_s=0.002)
+
+
+def test_bad_correction() -> None:
+    with pytest.raises(ValueError, match="correction"):
+        compare({"baseline": _noop, "cand": _noop}, correction="bonferroni",
+                rounds=6, min_time_s=0.002)
+
+
+@pytest.mark.parametrize("bad", [{"correction": "bonferroni"}, {"alpha": 2.0},
+                                 {"min_effect": -0.5}], ids=["correction", "alpha", "min_effect"])
+def test_bad_settings_rejected_before_measuring(bad: dict[str, Any]) -> None:
+    # A typo in correction/alpha/min_effect must not cost a whole (possibly long) run
+    # before it is reported: like the other settings, they are to be checked up front.
+    log: list[str] = []
+    variants = {"baseline": _logger(log, "baseline"), "cand": _logger(log, "cand")}
+    with pytest.raises(ValueError):
+        compare(variants, rounds=6, loops=1, warmup=0, min_time_s=0.002, **bad)
+    assert log == [], f"the variants ran {len(log)} times before the error"
+
+
+@pytest.mark.parametrize("rounds", [0, -3])
+def test_rounds_below_one(rounds: int) -> None:
+    with pytest.raises(ValueError):
+        compare({"baseline": _noop, "cand": _noop}, rounds=rounds)
+
+
+def test_rounds_error_names_rounds() -> None:
+    # compare's parameter is `rounds`; an error about "repeat" points at nothing the caller
+    # (or `fastbench compare --rounds 0`) passed.
+    with pytest.raises(ValueError, match="rounds"):
+        compare({"baseline": _noop, "cand": _noop}, rounds=0)
+
+
+def test_non_str_variant_names() -> None:
+    # Names are documented as str; other keys must give a clear TypeError (or work), never
+    # a bare KeyError from inside the run.
+    try:
+        c = compare({1: _noop, 2: _noop}, baseline=1, rounds=6, min_time_s=0.002)  # type: ignore[dict-item, arg-type]
+    except TypeError as exc:
+        assert "str" in str(exc)
+    else:
+        assert len(c.measurements) == 2 and len(c.results) == 1
+
+
+# -- the schedule -----------------------------------------------------------------------------
+@pytest.mark.parametrize("k", [2, 3, 5])
+def test_rotation_is_balanced(k: int) -> None:
+    names = [f"v{i}" for i in range(k)]
+    positions: Counter[tuple[str, int]] = Counter()
+    for r in range(3 * k):  # whole cycles of k rounds
+        order = rotation(names, r)
+        assert sorted(order) == names  # every variant exactly once per round
+        assert order[0] == names[r % k]
+        positions.update((name, pos) for pos, name in enumerate(order))
+    assert positions == Counter({(name, pos): 3 for name in names for pos in range(k)})
+
+
+def test_rotation_does_not_mutate() -> None:
+    names = ["a", "b", "c"]
+    assert rotation(names, 4) == ["b", "c", "a"]
+    assert names == ["a", "b", "c"]
+
+
+def test_rounds_are_interleaved_and_rotated() -> None:
+    log: list[str] = []
+    names = ["a", "b", "c"]
+    rounds = 7
+    c = compare({n: _logger(log, n) for n in names}, baseline="a", rounds=rounds,
+                loops=1, warmup=0, min_time_s=0.002)
+    assert c.rounds == rounds
+    # With loops=1 each sample is exactly one call; anything before the rounds (there
+    # should be nothing: the floors call a no-op) is ignored.
+    tail = log[-rounds * len(names):]
+    for r in range(rounds):
+        got = tail[r * len(names):(r + 1) * len(names)]
+        assert got == rotation(names, r), (r, got)
+        assert got[0] == names[r % len(names)]
+    assert len(log) == rounds * len(names)
+
+
+# -- paired results ---------------------------------------------------------------------------
+def test_paired_result_structure() -> None:
+    spin = _core.make_spin(1000.0)
+    c = compare({"base": spin, "x": _core.make_spin(1000.0), "y": lambda: None},
+                baseline="base", rounds=8, min_time_s=0.002)
+    assert c.baseline == "base"
+    assert c.paired is True
+    assert c.correction == "holm"
+    assert c.stop_reason == "rounds"
+    assert c.rounds == 8
+    assert list(c.measurements) == ["base", "x", "y"]
+    assert list(c.results) == ["x", "y"]  # every candidate, not the baseline
+    for name, m in c.measurements.items():
+        assert m.n == 8 and m.name == name
+        assert m.stop_reason == "repeat"
+    for r in c.results.values():
+        assert r.paired and r.test == "sign test"
+        assert r.n_a == r.n_b == 8
+    assert c.verdicts == {n: r.verdict for n, r in c.results.items()}
+    # The no-op lambda is much faster than the 1 µs spin: speedup > 1 means faster.
+    y = c.results["y"]
+    assert y.speedup > 1.5
+    assert y.verdict == "faster"
+    assert c.measurements["y"].call_floor_kind == "python"
+    assert c.measurements["x"].call_floor_kind == "native"
+
+
+def test_known_slowdown_of_native_spins() -> None:
+    base, cand = _core.make_spin(1000.0), _core.make_spin(1100.0)
+    c = compare({"1.0us": base, "1.1us": cand}, baseline="1.0us", **QUICK)
+    r = c.results["1.1us"]
+    expected = _true_ns(1000.0) / _true_ns(1100.0)
+    assert r.verdict == "slower", str(c)
+    assert r.speedup_ci is not None and r.speedup_ci[1] < 1.0
+    assert r.speedup == pytest.approx(expected, rel=0.05)
+    assert r.rel_diff_pct > 0
+
+
+def test_known_speedup_of_native_spins() -> None:
+    base, cand = _core.make_spin(1100.0), _core.make_spin(1000.0)
+    c = compare({"1.1us": base, "1.0us": cand}, baseline="1.1us", **QUICK)
+    r = c.results["1.0us"]
+    expected = _true_ns(1100.0) / _true_ns(1000.0)
+    assert r.verdict == "faster", str(c)
+    assert r.speedup_ci is not None and r.speedup_ci[0] > 1.0
+    assert r.speedup == pytest.approx(expected, rel=0.05)
+    assert r.rel_diff_pct < 0
+
+
+def test_ten_percent_slowdown_found_every_time() -> None:
+    base, cand = _core.make_spin(1000.0), _core.make_spin(1100.0)
+    verdicts = [
+        compare({"base": base, "cand": cand}, baseline="base", **QUICK).verdicts["cand"]
+        for _ in range(5)
+    ]
+    assert verdicts == ["slower"] * 5
+
+
+def test_a_a_comparisons_find_nothing() -> None:
+    # Two distinct spin objects of the same duration: any verdict is a false positive.
+    # With alpha = 0.05 and min_effect = 1%, at most a few of 20 may slip through.
+    verdicts = [
+        compare({"baseline": _core.make_spin(1000.0), "same": _core.make_spin(1000.0)},
+                **QUICK).verdicts["same"]
+        for _ in range(20)
+    ]
+    assert all(v in (NO_DIFF, "faster", "slower") for v in verdicts)
+    assert verdicts.count(NO_DIFF) >= 16, verdicts
+
+
+def _disturbed(normal_ns: float, disturbed_ns: float, rounds: set[int],
+               loops: int) -> Callable[[], None]:
+    """A Python callable spinning ``normal_ns``, or ``disturbed_ns`` during the given rounds
+    (as when a neighbour preempts one sample). Every variant does the same bookkeeping."""
+    normal, disturbed = _core.make_spin(normal_ns), _core.make_spin(disturbed_ns)
+    calls = [0]
+
+    def variant() -> None:
+        r = calls[0] // loops
+        calls[0] += 1
+        (disturbed if r in rounds else normal)()
+
+    return variant
+
+
+def test_two_disturbed_rounds_do_not_hide_a_clear_slowdown() -> None:
+    # The candidate is 2x slower in every round; in 2 of 15 rounds the baseline's sample
+    # is disturbed (6x slower, as a preempted sample on a busy machine). 13 of 15 pairs
+    # say "slower" and the sign-test interval of the speedup lies wholly below 1, but the
+    # Wilcoxon signed-rank test gives the two outliers the top ranks (W+ = 14 + 15), so
+    # p ~ 0.06 and the verdict must not fall back to "no significant difference". (A 2x
+    # gap keeps the set-up intact when the host slows a single sample by half.)
+    loops, hit = 200, {3, 9}
+    c = compare({"baseline": _disturbed(1000.0, 6000.0, hit, loops),
+                 "cand": _disturbed(2000.0, 2000.0, hit, loops)},
+                rounds=15, loops=loops, warmup=0, min_time_s=0.002)
+    r = c.results["cand"]
+    ratios = c.measurements["baseline"].samples_ns / c.measurements["cand"].samples_ns
+    assert int(np.sum(ratios < 1.0)) == 13, ratios  # the set-up is as intended
+    assert r.speedup_ci is not None and r.speedup_ci[1] < 1.0
+    assert r.speedup < 0.6
+    assert r.verdict == "slower", (r.p_value, r.speedup_ci)
+
+
+# -- multiple testing -------------------------------------------------------------------------
+def _three_candidates(correction: str) -> Comparison:
+    return compare(
+        {
+            "baseline": _core.make_spin(1000.0),
+            "same": _core.make_spin(1000.0),
+            "close": _core.make_spin(1020.0),
+            "slow": _core.make_spin(1200.0),
+        },
+        correction=correction, rounds=12, min_time_s=0.002,
+    )
+
+
+def _raw(c: Comparison) -> dict[str, SampleComparison]:
+    """Uncorrected paired comparisons, recomputed from the samples (sample i = round i)."""
+    base = c.measurements[c.baseline].samples_ns
+    return {name: compare_samples(base, c.measurements[name].samples_ns, paired=True)
+            for name in c.results}
+
+
+@pytest.mark.parametrize("correction", ["holm", "bh"])
+def test_correction_matches_adjust_pvalues(correction: str) -> None:
+    c = _three_candidates(correction)
+    assert c.correction == correction
+    raw = _raw(c)
+    adjusted = adjust_pvalues([r.p_value for r in raw.values()], method=correction)
+    for (name, r), p in zip(raw.items(), adjusted):
+        got = c.results[name]
+        assert got.p_value == pytest.approx(float(p), rel=1e-12, abs=0.0)
+        assert got.p_value >= r.p_value
+        assert got.p_wilcoxon == r.p_wilcoxon  # the secondary p-value stays unadjusted
+        assert got.to_dict() == r.with_p_value(float(p)).to_dict()  # verdict re-judged
+
+
+def test_correction_none_leaves_p_values_alone() -> None:
+    c = _three_candidates("none")
+    for name, r in _raw(c).items():
+        assert c.results[name].to_dict() == r.to_dict()
+        assert c.results[name].p_value == r.p_value
+
+
+# -- time budget ------------------------------------------------------------------------------
+def test_max_time_ends_the_rounds_early() -> None:
+    c = compare({"baseline": _core.make_spin(1000.0), "cand": _core.make_spin(1000.0)},
+                rounds=10_000, min_time_s=0.002, max_time_s=0.1)
+    assert c.stop_reason == "max_time_s"
+    assert 1 <= c.rounds < 10_000
+    for m in c.measurements.values():
+        assert m.n == c.rounds
+        assert m.budget_exhausted
+    for r in c.results.values():
+        assert r.n_a == r.n_b == c.rounds
+    assert "the time budget ended the run" in str(c)
+
+
+def test_max_time_not_reached() -> None:
+    c = compare({"baseline": _noop, "cand": _noop}, rounds=6, min_time_s=0.002, max_time_s=60.0)
+    assert (c.stop_reason, c.rounds) == ("rounds", 6)
+
+
+# -- statements -------------------------------------------------------------------------------
+def test_statement_variants_with_setup_and_globals() -> None:
+    data = list(range(300))
+    c = compare(
+        {"sum": "sum(data)", "loop": "t = 0\nfor x in data:\n    t += x"},
+        baseline="sum", setup="import math", globals={"data": data},
+        rounds=8, min_time_s=0.002,
+    )
+    for name in ("sum", "loop"):
+        assert c.measurements[name].call_floor_kind == "statement"
+        assert c.measurements[name].n == 8
+    assert c.results["loop"].verdict == "slower"  # a Python loop over 300 ints vs sum()
+    assert c.results["loop"].speedup < 1.0
+
+
+def test_statement_and_callable_mixed() -> None:
+    c = compare({"baseline": "pass", "fn": _core.make_spin(1000.0)}, rounds=6, min_time_s=0.002)
+    assert c.measurements["baseline"].call_floor_kind == "statement"
+    assert c.measurements["fn"].call_floor_kind == "native"
+
+
+def test_statement_syntax_error() -> None:
+    with pytest.raises(SyntaxError):
+        compare({"baseline": "pass", "bad": "x = "}, rounds=6, min_time_s=0.002)
+
+
+# -- the record -------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def comparison() -> Comparison:
+    return compare({"baseline": _core.make_spin(1000.0), "slow": _core.make_spin(1200.0),
+                    "noop": _noop}, rounds=8, min_time_s=0.002)
+
+
+def test_to_dict_from_dict_round_trip(comparison: Comparison) -> None:
+    data = comparison.to_dict()
+    through_json = json.loads(json.dumps(data, allow_nan=False))
+    for restored in (Comparison.from_dict(data), Comparison.from_dict(through_json)):
+        assert restored.to_dict() == data
+        assert restored.verdicts == comparison.verdicts
+        assert str(restored) == str(comparison)
+        for name, m in comparison.measurements.items():
+            assert np.array_equal(restored.measurements[name].samples_ns, m.samples_ns)
+
+
+def test_from_dict_missing_key(comparison: Comparison) -> None:
+    data = comparison.to_dict()
+    del data["baseline"]
+    with pytest.raises(ValueError, match="baseline"):
+        Comparison.from_dict(data)
+
+
+def test_save_load_round_trip(comparison: Comparison, tmp_path: Path) -> None:
+    path = tmp_path / "ab.json"
+    fastbench.save(comparison, path)
+    assert json.loads(path.read_text(encoding="utf-8"))["kind"] == "comparison"
+    loaded = fastbench.load(path)
+    assert isinstance(loaded, Comparison)
+    assert loaded.to_dict() == comparison.to_dict()
+
+
+def test_load_any_refuses_a_comparison(comparison: Comparison, tmp_path: Path) -> None:
+    path = tmp_path / "ab.json"
+    fastbench.save(comparison, path)
+    with pytest.raises(fastbench.ResultsFileError, match="comparison"):
+        fastbench.load_any(path)
+
+
+def test_str_names_every_variant_and_verdict(comparison: Comparison) -> None:
+    text = str(comparison)
+    assert text.startswith("baseline: baseline (paired over 8 interleaved rounds")
+    assert "holm-corrected p" in text
+    for name in comparison.measurements:
+        assert name in text
+    for verdict in comparison.verdicts.values():
+        assert verdict in text
+    assert comparison.verdicts["noop"] == "faster"
+
+
+# -- saved measurements -----------------------------------------------------------------------
+_RNG = np.random.default_rng(2024)
+BASE = _RNG.lognormal(np.log(1000.0), 0.03, 40)
+SLOWER = _RNG.lognormal(np.log(1100.0), 0.03, 40)  # 10% slower
+FASTER = _RNG.lognormal(np.log(1000.0 / 1.1), 0.03, 35)  # 10% faster
+
+
+@pytest.mark.parametrize(("cand", "verdict"), [(SLOWER, "slower"), (FASTER, "faster")])
+def test_compare_measurements_known_shift(cand: Any, verdict: str) -> None:
+    c = compare_measurements(_synthetic(BASE), {"cand": _synthetic(cand)}, baseline_name="base")
+    assert (c.baseline, c.paired, c.stop_reason) == ("base", False, "saved")
+    assert c.rounds == min(BASE.size, cand.size)
+    assert list(c.measurements) == ["base", "cand"]
+    r = c.results["cand"]
+    assert r.verdict == verdict
+    assert not r.paired and r.test == "mann-whitney u"
+    assert r.p_value == sps.mannwhitneyu(BASE, cand, alternative="two-sided").pvalue
+    assert r.speedup == pytest.approx(np.median(BASE) / np.median(cand), rel=1e-12)
+    assert "unpaired saved samples, Mann-Whitney U" in str(c)
+
+
+def test_compare_measurements_leaves_out_interference_phases() -> None:
+    # The baseline ran 60% of its time in a phase 1.5x slower, in whole windows;
+    # the candidate is 10% slower than the baseline's quiet level.
+    rng = np.random.default_rng(5)
+    base = rng.lognormal(np.log(1050.0), 0.01, 3000)  # ~1.05 ms samples: windows of 10
+    base[500:2300] *= 1.5
+    cand = rng.lognormal(np.log(1155.0), 0.01, 3000)
+    c = compare_measurements(_synthetic(base), {"cand": _synthetic(cand)}, baseline_name="base")
+    quiet = c.measurements["base"].quiet_samples_ns
+    assert quiet.size == 1200 and c.rounds == 1200
+    r = c.results["cand"]
+    assert r.speedup == pytest.approx(np.median(quiet) / np.median(cand), rel=1e-4)
+    assert r.speedup == pytest.approx(1 / 1.1, rel=0.01)
+    assert r.verdict == "slower"
+    assert np.median(base) > np.median(cand)  # every sample would have said "faster"
+
+
+def test_compare_measurements_several_candidates_corrected() -> None:
+    cands = {"slower": _synthetic(SLOWER), "faster": _synthetic(FASTER)}
+    c = compare_measurements(_synthetic(BASE), cands)
+    raw = [compare_samples(BASE, s).p_value for s in (SLOWER, FASTER)]
+    assert [r.p_value for r in c.results.values()] == pytest.approx(
+        list(adjust_pvalues(raw)), rel=1e-12)
+    assert c.verdicts == {"slower": "slower", "faster": "faster"}
+
+
+def test_compare_measurements_needs_candidates() -> None:
+    with pytest.raises(ValueError, match="candidate"):
+        compare_measurements(_synthetic(BASE), {})
+
+
+def test_compare_measurements_candidate_named_like_baseline() -> None:
+    with pytest.raises(ValueError, match="'base'"):
+        compare_measurements(_synthetic(BASE), {"base": _synthetic(SLOWER)}, baseline_name="base")
