@@ -97,6 +97,34 @@ def test_bad_settings_rejected_before_measuring(bad: dict[str, Any]) -> None:
     assert log == [], f"the variants ran {len(log)} times before the error"
 
 
+@pytest.mark.parametrize(
+    ("bad", "error", "message"),
+    [({"alpha": "0.05"}, TypeError, "alpha must be a number, got str"),
+     ({"min_effect": None}, TypeError, "min_effect must be a number, got NoneType"),
+     ({"min_effect": 1.0}, ValueError, "min_effect must be in [0, 1), got 1.0"),
+     ({"alpha": 1.0}, ValueError, "alpha must be in (0, 1), got 1.0"),
+     ({"correction": "bonferroni"}, ValueError,
+      "correction must be one of ('holm', 'bh', 'none'), got 'bonferroni'"),
+     ({"rounds": 2.5}, TypeError, "rounds must be an int, got float 2.5"),
+     ({"rounds": 0}, ValueError, "rounds must be >= 1, got 0")],
+)
+def test_bad_setting_messages(bad: dict[str, Any], error: type[Exception], message: str) -> None:
+    log: list[str] = []
+    variants = {"baseline": _logger(log, "baseline"), "cand": _logger(log, "cand")}
+    with pytest.raises(error) as info:
+        compare(variants, loops=1, warmup=0, min_time_s=0.002, **{"rounds": 6, **bad})
+    assert str(info.value) == message
+    assert log == []
+
+
+def test_compare_measurements_checks_its_settings() -> None:
+    base, cand = _synthetic(100.0 + np.arange(10.0)), _synthetic(90.0 + np.arange(10.0))
+    with pytest.raises(TypeError, match="alpha must be a number"):
+        compare_measurements(base, {"cand": cand}, alpha="0.05")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="correction must be one of"):
+        compare_measurements(base, {"cand": cand}, correction="sidak")
+
+
 @pytest.mark.parametrize("rounds", [0, -3])
 def test_rounds_below_one(rounds: int) -> None:
     with pytest.raises(ValueError):

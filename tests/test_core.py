@@ -29,6 +29,11 @@ TESTS_DIR = Path(__file__).resolve().parent
 _REQUIRED = object()
 FUNCTIONS: dict[str, list[tuple[str, Any]]] = {
     "cpu_features": [],
+    "isa_names": [],
+    "best_isa": [],
+    "active_isa": [],
+    "_isa_cap": [],
+    "_set_isa_cap": [("isa", _REQUIRED)],
     "tsc_usable": [],
     "calibrate_tsc": [("windows", 7), ("window_s", 0.01)],
     "tsc_calibration": [],
@@ -53,8 +58,8 @@ SAMPLER_METHODS: dict[str, list[tuple[str, Any]]] = {
 CLASS_ATTRS: dict[str, dict[str, type]] = {
     "CpuFeatures": {
         "x86": bool, "vendor": str, "brand": str, "sse2": bool, "sse4_2": bool, "avx": bool,
-        "avx2": bool, "fma": bool, "avx512f": bool, "rdtscp": bool, "invariant_tsc": bool,
-        "hypervisor": bool,
+        "avx2": bool, "fma": bool, "avx512f": bool, "avx512bw": bool, "avx512dq": bool,
+        "avx512vl": bool, "rdtscp": bool, "invariant_tsc": bool, "hypervisor": bool,
     },
     "TscCalibration": {
         "hz": float, "spread_rel": float, "mad_rel": float, "window_s": float, "window_hz": list,
@@ -214,6 +219,74 @@ def test_stub_matches_module(tmp_path: Path) -> None:
         timeout=300,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+# -- the ISA dispatch ---------------------------------------------------------------------------
+def _proc_cpuinfo_flags() -> set[str] | None:
+    """The first processor's flags in /proc/cpuinfo (Linux), None where there are none."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return None
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() == "flags":
+            return set(value.split())
+    return None
+
+
+def test_isa_names_are_ordered_narrowest_first() -> None:
+    assert _core.isa_names() == ["portable", "avx2", "avx512"]
+    for fn in (_core.best_isa, _core.active_isa, _core._isa_cap):
+        assert fn() in _core.isa_names()
+
+
+def test_best_isa_follows_the_cpu_features() -> None:
+    f = _core.cpu_features()
+    if f.avx2 and f.fma and f.avx512f and f.avx512bw and f.avx512dq and f.avx512vl:
+        want = "avx512"
+    elif f.avx2 and f.fma:
+        want = "avx2"
+    else:
+        want = "portable"
+    assert _core.best_isa() == want
+
+
+def test_best_isa_agrees_with_proc_cpuinfo() -> None:
+    flags = _proc_cpuinfo_flags()
+    if flags is None:
+        pytest.skip("no flags line in /proc/cpuinfo (not Linux)")
+    # The kernel lists AVX flags only where it also enables their register state (XCR0).
+    if {"avx2", "fma", "avx512f", "avx512bw", "avx512dq", "avx512vl"} <= flags:
+        want = "avx512"
+    elif {"avx2", "fma"} <= flags:
+        want = "avx2"
+    else:
+        want = "portable"
+    assert _core.best_isa() == want, sorted(f for f in flags if f.startswith(("avx", "fma")))
+
+
+@pytest.mark.parametrize("cap", ["portable", "avx2", "avx512"])
+def test_isa_cap_bounds_the_active_isa(cap: str) -> None:
+    names = _core.isa_names()
+    best = _core.best_isa()
+    before = _core._isa_cap()
+    assert before == "avx512"  # uncapped unless a test caps it
+    try:
+        _core._set_isa_cap(isa=cap)
+        assert _core._isa_cap() == cap
+        assert _core.active_isa() == min(cap, best, key=names.index)
+        assert _core.best_isa() == best  # what the machine allows is never capped
+    finally:
+        _core._set_isa_cap(before)
+    assert _core.active_isa() == _core.best_isa()
+
+
+def test_set_isa_cap_unknown_name_is_value_error() -> None:
+    with pytest.raises(ValueError, match=r"\[_set_isa_cap\] ISA is 'bogus'"):
+        _core._set_isa_cap("bogus")
+    with pytest.raises(TypeError):
+        _core._set_isa_cap(2)  # type: ignore[arg-type]
 
 
 # -- errors across the boundary ---------------------------------------------------------------

@@ -17,6 +17,7 @@ from fastbench import Measurement
 from fastbench.measurement import STOP_REASONS, measurement_warnings, relative_half_width
 from fastbench.memory import CallMemory
 from fastbench.report.text import measurement_lines
+from fastbench.report.warnings import WarningRecord
 from fastbench.stats import summarize
 
 _RNG = np.random.default_rng(7)
@@ -139,6 +140,94 @@ def test_high_variation_warning_from_the_summary() -> None:
 def test_warnings_field_is_not_computed() -> None:
     # The record keeps what it was given; measure() fills it from measurement_warnings.
     assert _synthetic(NOISY).warnings == ()
+
+
+# -- warnings as records ---------------------------------------------------------------------
+def _interfered() -> np.ndarray:
+    """1 ns per call x 1e5 loops (100 µs samples); every other 500 samples 1.8x slower."""
+    x = np.random.default_rng(4).lognormal(0.0, 0.02, 5000)
+    for start in range(500, 5000, 1000):
+        x[start:start + 500] *= 1.8
+    return x
+
+
+_NO_FLOOR = {"call_floor_ns": 0.0, "call_floor_mad_ns": 0.0}
+_MIXTURE = np.random.default_rng(11).permutation(np.concatenate(
+    [np.random.default_rng(12).normal(1000.0, 10.0, 150),
+     np.random.default_rng(13).normal(1100.0, 10.0, 150)]))
+_TREND = 1000.0 + 0.5 * np.arange(100) + np.random.default_rng(5).normal(0.0, 5.0, 100)
+
+# code, severity, how the sentence begins, and a Measurement (with the clock reason) that
+# must carry it.
+_WARNING_CASES: list[tuple[str, str, str, Measurement, str]] = [
+    ("high-variation", "warning", "high variation: ", _synthetic(NOISY), TSC_REASON),
+    ("few-samples", "warning", "few samples: 5 ", _synthetic(STEADY[:5]), TSC_REASON),
+    ("outliers", "warning", "4 outlier(s) of 20 samples: ",
+     _synthetic(np.concatenate([np.arange(1.0, 17.0), np.full(4, 100.0)]), **_NO_FLOOR),
+     TSC_REASON),
+    ("multimodal", "warning", "the distribution looks multimodal", _synthetic(_MIXTURE),
+     TSC_REASON),
+    ("drift", "warning", "the samples drift up", _synthetic(_TREND), TSC_REASON),
+    ("interference", "info", "interference: ",
+     _synthetic(_interfered(), loops=100_000, **_NO_FLOOR), TSC_REASON),
+    ("clock-fallback", "info", "clock fallback: ", _synthetic(clock="steady"), FALLBACK_REASON),
+    ("precision-target-unmet", "warning", "precision target not reached: ",
+     _synthetic(target_rel_ci=0.001, stop_reason="max_time_s"), TSC_REASON),
+    ("call-floor-noise", "warning", "the body costs no more than the call floor's noise",
+     _synthetic(np.full(12, 20.0)), TSC_REASON),
+]
+
+
+@pytest.mark.parametrize(("code", "severity", "start", "m", "reason"), _WARNING_CASES,
+                         ids=[c[0] for c in _WARNING_CASES])
+def test_each_warning_is_a_record_with_its_code(code: str, severity: str, start: str,
+                                                m: Measurement, reason: str) -> None:
+    found = measurement_warnings(m, reason)
+    assert all(isinstance(w, WarningRecord) for w in found)
+    (record,) = [w for w in found if w.code == code]
+    assert record.startswith(start)
+    assert record.severity == severity
+    assert re.fullmatch(r"[a-z]+(-[a-z]+)*", record.code)
+    assert record.message == str(record) and type(record.message) is str
+
+
+def test_summary_warnings_keep_their_text_and_gain_a_code() -> None:
+    m = _synthetic(NOISY)
+    found = measurement_warnings(m, TSC_REASON)
+    assert [str(w) for w in found[:len(m.summary.warnings)]] == list(m.summary.warnings)
+    assert found[0].code == "high-variation"
+
+
+def test_every_code_is_distinct_and_stable() -> None:
+    codes = [code for code, *_ in _WARNING_CASES]
+    assert len(set(codes)) == len(codes)
+    assert set(codes) == {"high-variation", "few-samples", "outliers", "multimodal", "drift",
+                          "interference", "clock-fallback", "precision-target-unmet",
+                          "call-floor-noise"}
+
+
+def test_saved_warnings_are_plain_text_and_come_back_as_records() -> None:
+    m = _synthetic(STEADY[:5], clock="steady", target_rel_ci=0.001, stop_reason="max_time_s")
+    m = replace(m, warnings=measurement_warnings(m, FALLBACK_REASON))
+    assert [w.code for w in m.warnings] == [  # type: ignore[attr-defined]
+        "few-samples", "clock-fallback", "precision-target-unmet"]
+    data = m.to_dict()
+    assert all(type(w) is str for w in data["warnings"])  # the results format: text alone
+    through_json = json.loads(json.dumps(data, allow_nan=False))
+    assert through_json["warnings"] == data["warnings"]
+    restored = Measurement.from_dict(through_json).warnings
+    assert restored == m.warnings
+    assert [(w.code, w.severity) for w in restored] == [  # type: ignore[attr-defined]
+        (w.code, w.severity) for w in m.warnings]  # type: ignore[attr-defined]
+
+
+def test_unknown_saved_warnings_stay_plain_text() -> None:
+    data = _synthetic().to_dict()
+    data["warnings"] = ["calibration took 3 tries (from another tool)", "few samples: 5 (x)"]
+    restored = Measurement.from_dict(data).warnings
+    assert restored == tuple(data["warnings"])
+    assert type(restored[0]) is str
+    assert isinstance(restored[1], WarningRecord) and restored[1].code == "few-samples"
 
 
 # -- conversion -------------------------------------------------------------------------------

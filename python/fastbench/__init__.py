@@ -16,9 +16,9 @@ except ImportError as exc:  # pragma: no cover - exercised only on a broken inst
         "for development) from the source tree; this needs a C++17 compiler and CMake."
     ) from exc
 
-from . import counters, memory, results, roofline, stats
-from .roofline import kernels
-from . import analysis  # after results: its result type registers a results-file kind
+# Each subpackage imports only what is below it, so the order of these lines does not matter
+# (tests/test_layout.py imports every module first in a fresh interpreter).
+from . import analysis, counters, kernels, memory, results, roofline, stats
 from .timing.clocks import ClockSpec, ClockTable, clocks
 from .comparison import Comparison, compare, compare_measurements
 from .counters import CountersUnavailable

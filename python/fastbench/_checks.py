@@ -1,6 +1,6 @@
 """Every argument check of the Python layer: integers (a numpy integer will do; a bool or a
 float will not) with a minimum, flags that must be bools, durations in seconds, fractions in
-(0, 1) and choices from a list. Raises the built-in TypeError or ValueError naming the
+(0, 1), finite numbers and choices from a list. Raises the built-in TypeError or ValueError naming the
 argument; nothing else here.
 """
 
@@ -13,9 +13,11 @@ from typing import Any, Sequence
 import numpy as np
 
 
-def check_int(name: str, value: Any, minimum: int | None = None) -> int:
+def check_int(name: str, value: Any, minimum: int | None = None, *,
+              say_positive: bool = True) -> int:
     """``value`` as an int, or TypeError (not an int, or a bool) / ValueError (below
-    ``minimum``) with ``name`` in the message."""
+    ``minimum``) with ``name`` in the message. A minimum of 1 reads "must be positive",
+    or "must be >= 1" with ``say_positive=False``."""
     if isinstance(value, bool):
         raise TypeError(f"{name} must be an int, got bool {value!r}")
     try:
@@ -23,7 +25,7 @@ def check_int(name: str, value: Any, minimum: int | None = None) -> int:
     except TypeError:
         raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}") from None
     if minimum is not None and v < minimum:
-        what = "positive" if minimum == 1 else f">= {minimum}"
+        what = "positive" if minimum == 1 and say_positive else f">= {minimum}"
         raise ValueError(f"{name} must be {what}, got {v}")
     return int(v)
 
@@ -50,11 +52,13 @@ def check_seconds(name: str, value: Any) -> float:
     return seconds
 
 
-def check_fraction(name: str, value: Any) -> float:
-    """``value`` as a float strictly between 0 and 1, else TypeError / ValueError."""
+def check_fraction(name: str, value: Any, *, example: str = "") -> float:
+    """``value`` as a float strictly between 0 and 1, else TypeError / ValueError; the
+    message quotes ``example`` (such as "0.01 for ±1%") when one is given."""
     fraction = _real(name, value, "a number")
     if not 0.0 < fraction < 1.0:
-        raise ValueError(f"{name} must be in (0, 1) (e.g. 0.01 for ±1%), got {value!r}")
+        hint = f" (e.g. {example})" if example else ""
+        raise ValueError(f"{name} must be in (0, 1){hint}, got {value!r}")
     return fraction
 
 
@@ -63,3 +67,12 @@ def check_choice(name: str, value: Any, choices: Sequence[str]) -> str:
     if value not in choices:
         raise ValueError(f"{name} must be one of {tuple(choices)}, got {value!r}")
     return str(value)
+
+
+def check_finite(name: str, value: Any) -> float:
+    """``value`` as a finite float (numpy scalars included, bool not), else TypeError /
+    ValueError."""
+    number = _real(name, value, "a number")
+    if not math.isfinite(number):
+        raise ValueError(f"{name} must be a finite number, got {value!r}")
+    return number

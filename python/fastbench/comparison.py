@@ -1,9 +1,10 @@
 """A/B comparison: variants measured interleaved, judged by paired tests, one verdict each.
 
-Owns the round-robin schedule and the Comparison record. Each round takes one sample of
-every variant in a rotated order (round r starts at variant r mod k), so slow drifts of the
-machine reach all variants alike and no variant always runs first. Statistics come from
-fastbench.stats; targets and their floors from fastbench.timing.
+Owns the round-robin schedule, the judgement and the Comparison record. Each round takes one
+sample of every variant in a rotated order (round r starts at variant r mod k), so slow
+drifts of the machine reach all variants alike and no variant always runs first. Statistics
+come from fastbench.stats; targets and their floors from fastbench.timing. The record does
+not register itself as a results-file kind: fastbench.results names it in its table.
 """
 
 from __future__ import annotations
@@ -12,8 +13,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
+from ._checks import check_choice, check_finite, check_fraction, check_int
 from .measurement import Measurement
-from .results import register_kind
 from .stats import SampleComparison, adjust_pvalues, compare_samples
 from .timing import Target, callable_target, gc_paused, run_config, statement_target
 
@@ -102,15 +103,10 @@ class Comparison:
         return "\n".join(comparison_lines(self))
 
 
-register_kind("comparison", Comparison, Comparison.to_dict, Comparison.from_dict)
-
-
 def _check_judgement(alpha: float, min_effect: float, correction: str) -> None:
-    if correction not in CORRECTIONS:
-        raise ValueError(f"correction must be one of {CORRECTIONS}, got {correction!r}")
-    if not (isinstance(alpha, (int, float)) and 0.0 < alpha < 1.0):
-        raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
-    if not (isinstance(min_effect, (int, float)) and 0.0 <= min_effect < 1.0):
+    check_choice("correction", correction, CORRECTIONS)
+    check_fraction("alpha", alpha)
+    if not 0.0 <= check_finite("min_effect", min_effect) < 1.0:
         raise ValueError(f"min_effect must be in [0, 1), got {min_effect!r}")
 
 
@@ -208,9 +204,10 @@ def compare(
     Raises
     ------
     TypeError
-        A variant is neither callable nor a string.
+        A variant is neither callable nor a string, or a setting has the wrong type (a
+        non-int ``rounds``, a non-number ``alpha``).
     ValueError
-        Fewer than two variants, an unknown baseline, or a bad setting.
+        Fewer than two variants, an unknown baseline, or a setting out of range.
     """
     if not isinstance(variants, Mapping):
         raise TypeError(f"variants must be a mapping of name to callable, got {type(variants).__name__}")
@@ -223,10 +220,7 @@ def compare(
     if baseline not in variants:
         raise ValueError(f"baseline {baseline!r} is not among the variants ({', '.join(names)}); "
                          "pass baseline=<name>")
-    if isinstance(rounds, bool) or not isinstance(rounds, int):
-        raise TypeError(f"rounds must be an int, got {type(rounds).__name__}")
-    if rounds < 1:
-        raise ValueError(f"rounds must be >= 1, got {rounds}")
+    check_int("rounds", rounds, 1, say_positive=False)
     _check_judgement(alpha, min_effect, correction)  # before anything is measured
     cfg = run_config(warmup, min_time_s, rounds, loops, clock, disable_gc, max_time_s)
     glob = {} if globals is None else globals
@@ -281,8 +275,11 @@ def compare_measurements(
 
     Raises
     ------
+    TypeError
+        ``alpha`` or ``min_effect`` is not a number.
     ValueError
-        No candidates, or a candidate named like the baseline.
+        No candidates, a candidate named like the baseline, ``alpha`` outside (0, 1),
+        ``min_effect`` outside [0, 1), or an unknown ``correction``.
     """
     if not candidates:
         raise ValueError("compare_measurements needs at least one candidate")

@@ -1,24 +1,26 @@
 """The Measurement record: raw samples of one timed target and everything needed to read them.
 
-Owns the record, its summary figures, its warnings and its plain-data form. Nothing here
-measures; fastbench.timing produces Measurements, reports and results files consume them.
+Owns the record, its summary figures, its warnings (as coded records) and its plain-data
+form. Nothing here measures; fastbench.timing produces Measurements, reports and results
+files consume them.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 import numpy as np
 from numpy.typing import NDArray
 
 from .counters import SampleCounts
 from .memory import CallMemory
-from .timing.phases import Phases, timing_phases
+from .report.warnings import WarningRecord
 from .stats import Summary, median_ci, summarize
+from .stats.phases import Phases, timing_phases
+from .stats.summary import PERCENTILES
 from .units import format_ns
-
-_PERCENTILES = (5, 25, 50, 75, 95, 99)
 
 # Why sampling stopped: all `repeat` samples taken, the `target_rel_ci` reached, or the
 # `max_time_s` budget spent first.
@@ -28,6 +30,26 @@ STOP_REASONS = ("repeat", "duration_s", "target_rel_ci", "max_time_s")
 # the median of all samples by at least this much.
 INTERFERENCE_WARN_SHARE = 0.05
 INTERFERENCE_WARN_SHIFT = 0.01
+
+# Every warning a Measurement can carry: its code, its severity and how its sentence begins
+# (those of fastbench.stats.summarize included). measurement_warnings codes its sentences by
+# this table, and from_dict codes saved sentences by it again, since results files keep the
+# text alone. "info" marks what the figure already accounts for: the median leaves out the
+# interference phases, and steady_clock is correct, only coarser than the TSC.
+_WARNING_KINDS: tuple[tuple[str, str, re.Pattern[str]], ...] = (
+    ("high-variation", "warning", re.compile(r"high variation: ")),
+    ("few-samples", "warning", re.compile(r"few samples: ")),
+    ("outliers", "warning", re.compile(r"\d+ outlier\(s\) of \d+ samples: ")),
+    ("multimodal", "warning", re.compile(r"the distribution looks multimodal ")),
+    ("drift", "warning", re.compile(r"the samples drift (up|down) ")),
+    ("interference", "info", re.compile(r"interference: ")),
+    ("clock-fallback", "info", re.compile(r"clock fallback: ")),
+    ("precision-target-unmet", "warning", re.compile(r"precision target not reached: ")),
+    ("call-floor-noise", "warning",
+     re.compile(r"the body costs no more than the call floor's noise ")),
+)
+# The code of a sentence the table does not know (a new one without its entry).
+_UNKNOWN_CODE = "measurement-warning"
 
 
 @dataclass(frozen=True, eq=False)
@@ -68,6 +90,8 @@ class Measurement:
     warnings : tuple of str
         Reasons not to trust the figure (high variation, few samples, multimodal, drift,
         clock fallback, a result within the noise of the call floor...). Reports print them.
+        Those :func:`measurement_warnings` gives are
+        :class:`~fastbench.report.warnings.WarningRecord`: the same text, with a ``code``.
     counters : SampleCounts or None
         Event counts per call when ``measure`` was given ``counters=[...]``.
     memory : CallMemory or None
@@ -110,8 +134,8 @@ class Measurement:
 
     @property
     def phases(self) -> Phases:
-        """Which samples ran in quiet phases (``fastbench.phases.quiet_phases``, windows of
-        about 10 ms of sampling). Every sample is quiet below 64 samples."""
+        """Which samples ran in quiet phases (``fastbench.stats.phases.quiet_phases``,
+        windows of about 10 ms of sampling). Every sample is quiet below 64 samples."""
         if "phases" not in self._cache:
             self._cache["phases"] = timing_phases(self.samples_ns, max(self.loops, 1))
         result: Phases = self._cache["phases"]
@@ -164,8 +188,8 @@ class Measurement:
     @property
     def percentiles_ns(self) -> dict[str, float]:
         """p5, p25, p50, p75, p95 and p99 of the per-call times (linear interpolation)."""
-        values = np.percentile(self.samples_ns, _PERCENTILES)
-        return {f"p{q}": float(v) for q, v in zip(_PERCENTILES, values)}
+        values = np.percentile(self.samples_ns, PERCENTILES)
+        return {f"p{q}": float(v) for q, v in zip(PERCENTILES, values)}
 
     def percentile_ns(self, q: float) -> float:
         """The ``q``-th percentile (0..100) of the per-call times."""
@@ -210,7 +234,7 @@ class Measurement:
             "elapsed_s": self.elapsed_s,
             "target_rel_ci": self.target_rel_ci,
             "stop_reason": self.stop_reason,
-            "warnings": list(self.warnings),
+            "warnings": [str(w) for w in self.warnings],  # the text alone
             "counters": None if self.counters is None else self.counters.to_dict(),
             "memory": None if self.memory is None else self.memory.to_dict(),
         }
@@ -224,6 +248,12 @@ class Measurement:
         ValueError
             If a required key is missing, the samples are empty or not finite, or the
             stop reason is unknown.
+
+        Notes
+        -----
+        Warnings come back as :class:`~fastbench.report.warnings.WarningRecord` with their
+        code when fastbench wrote their sentence (recognised by how it begins), and as plain
+        str otherwise (another tool's, or a sentence this version does not know).
         """
         required = ("samples_ns", "loops", "clock", "overhead_ns", "call_floor_ns")
         missing = [k for k in required if k not in data]
@@ -251,7 +281,7 @@ class Measurement:
             elapsed_s=float(data.get("elapsed_s", 0.0)),
             target_rel_ci=None if target is None else float(target),
             stop_reason=stop_reason,
-            warnings=tuple(str(w) for w in data.get("warnings", ())),
+            warnings=tuple(_saved_warning(str(w)) for w in data.get("warnings", ())),
             counters=None if data.get("counters") is None else SampleCounts.from_dict(data["counters"]),
             memory=None if data.get("memory") is None else CallMemory.from_dict(data["memory"]),
         )
@@ -276,7 +306,21 @@ def relative_half_width(ci: tuple[float, float] | None, center: float) -> float 
     return (ci[1] - ci[0]) / 2.0 / abs(center)
 
 
-def measurement_warnings(m: Measurement, clock_reason: str = "") -> tuple[str, ...]:
+def _kind(text: str) -> tuple[str, str] | None:
+    """(code, severity) of one of the sentences of _WARNING_KINDS, or None."""
+    for code, severity, start in _WARNING_KINDS:
+        if start.match(text):
+            return code, severity
+    return None
+
+
+def _saved_warning(text: str) -> str:
+    """A saved sentence as its WarningRecord when fastbench wrote it, else the text."""
+    kind = _kind(text)
+    return text if kind is None else WarningRecord(text, *kind)
+
+
+def measurement_warnings(m: Measurement, clock_reason: str = "") -> tuple[WarningRecord, ...]:
     """Every reason not to trust ``m``: its sample statistics and its context.
 
     Parameters
@@ -284,6 +328,14 @@ def measurement_warnings(m: Measurement, clock_reason: str = "") -> tuple[str, .
     m : Measurement
     clock_reason : str
         Why "auto" chose the clock it did; reported when that is a fallback to steady_clock.
+
+    Returns
+    -------
+    tuple of WarningRecord
+        One sentence each (a ``str``), with its ``code``: "high-variation", "few-samples",
+        "outliers", "multimodal", "drift" (from ``m.summary``), "interference",
+        "clock-fallback", "precision-target-unmet" or "call-floor-noise"; and its
+        ``severity``: "info" for interference and clock-fallback, else "warning".
     """
     found = list(m.summary.warnings)
     phases = m.phases
@@ -309,4 +361,5 @@ def measurement_warnings(m: Measurement, clock_reason: str = "") -> tuple[str, .
             f"the body costs no more than the call floor's noise (net {format_ns(m.net_median_ns)}, "
             f"floor {format_ns(m.call_floor_ns)}): the figure is mostly call overhead"
         )
-    return tuple(found)
+    return tuple(WarningRecord(text, *(_kind(text) or (_UNKNOWN_CODE, "warning")))
+                 for text in found)

@@ -17,7 +17,7 @@
 #include <thread>
 #include <vector>
 
-#include "cpu.hpp"
+#include "isa.hpp"
 #include "median.hpp"
 #include "parallel.hpp"
 
@@ -228,6 +228,10 @@ __attribute__((target("avx2,fma"))) double pass_avx2_narrow(Kind kind, const dou
 }
 #endif
 
+// The widest passes built here; AVX-512 machines run the AVX2 ones (off x86-64,
+// best_isa() is portable).
+constexpr Isa kWidest = Isa::avx2;
+
 // A sense-reversing spin barrier: threads are few and passes short, so spinning is cheaper
 // and steadier than a condition variable.
 class SpinBarrier {
@@ -290,10 +294,10 @@ BandwidthResult bandwidth(const std::string& kind, std::size_t working_set_bytes
   double* x2 = info.arrays > 2 ? arrays[1].get() : x1;
   double* y = arrays[info.arrays - 1].get();
 
-  bool avx = false;
-#if defined(__x86_64__)
-  avx = cpu_features().avx2 && cpu_features().fma;
-#endif
+  // Read once: every pass of the call runs the path the result names.
+  const Isa isa = kernel_isa(kWidest);
+  const bool avx = isa >= Isa::avx2;
+  (void)avx;  // unused off x86
   // Per-thread footprint beyond which the streaming kinds use 16-byte accesses: well past a
   // core's L2 and its share of a typical L3, where only DRAM behaviour matters.
   const bool narrow = working_set_bytes / static_cast<std::size_t>(nt) >= kNarrowFromBytes;
@@ -363,7 +367,7 @@ BandwidthResult bandwidth(const std::string& kind, std::size_t working_set_bytes
   res.gb_per_s = res.bytes_per_pass / res.best_s / 1e9;
   res.threads = nt;
   res.passes = static_cast<int>(unit_s.size() * reps.load());
-  res.isa = avx ? "avx2" : "portable";
+  res.isa = isa_name(isa);
   double total = 0.0;
   for (double s : sinks) total += s;
   if (!std::isfinite(total)) res.gb_per_s = 0.0;  // never: keeps the read kernel's sums alive

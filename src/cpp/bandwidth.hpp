@@ -20,7 +20,7 @@ struct BandwidthResult {
   double gb_per_s = 0.0;        // bytes_per_pass / best_s / 1e9
   int threads = 1;
   int passes = 0;
-  std::string isa;              // "avx2" or "portable"
+  std::string isa;              // isa_name() of the path run: "avx2" or "portable"
 };
 
 // Runs `kind` over `working_set_bytes` (split evenly among its arrays, each 64-byte aligned,

@@ -17,6 +17,7 @@
 #include "conv.hpp"
 #include "cpu.hpp"
 #include "gemm.hpp"
+#include "isa.hpp"
 #include "parallel.hpp"
 #include "peak.hpp"
 #include "perf_counters.hpp"
@@ -285,11 +286,30 @@ PYBIND11_MODULE(_core, m) {
       .def_readonly("avx2", &fb::CpuFeatures::avx2)
       .def_readonly("fma", &fb::CpuFeatures::fma)
       .def_readonly("avx512f", &fb::CpuFeatures::avx512f)
+      .def_readonly("avx512bw", &fb::CpuFeatures::avx512bw)
+      .def_readonly("avx512dq", &fb::CpuFeatures::avx512dq)
+      .def_readonly("avx512vl", &fb::CpuFeatures::avx512vl)
       .def_readonly("rdtscp", &fb::CpuFeatures::rdtscp)
       .def_readonly("invariant_tsc", &fb::CpuFeatures::invariant_tsc)
       .def_readonly("hypervisor", &fb::CpuFeatures::hypervisor);
   m.def("cpu_features", &fb::cpu_features, py::return_value_policy::copy,
         "Processor features detected at run time.");
+
+  // The one ISA dispatch: names narrowest first; every kernel runs min(active, its widest).
+  m.def("isa_names", &fb::isa_names, "ISA names, narrowest first: portable, avx2, avx512.");
+  m.def(
+      "best_isa", [] { return fb::isa_name(fb::best_isa()); },
+      "The widest ISA the CPU and the OS allow.");
+  m.def(
+      "active_isa", [] { return fb::isa_name(fb::active_isa()); },
+      "min(best_isa(), the cap): the widest ISA kernels may use now.");
+  m.def(
+      "_isa_cap", [] { return fb::isa_name(fb::detail::isa_cap()); },
+      "Test hook: the ISA cap of every kernel ('avx512' when uncapped).");
+  m.def(
+      "_set_isa_cap",
+      [](const std::string& isa) { fb::detail::set_isa_cap(fb::parse_isa(isa, "_set_isa_cap")); },
+      py::arg("isa"), "Test hook: cap the ISA of every kernel (process-wide).");
 
   py::class_<fb::TscCalibration>(m, "TscCalibration", "TSC rate measured against steady_clock.")
       .def_readonly("hz", &fb::TscCalibration::hz)
@@ -465,7 +485,7 @@ PYBIND11_MODULE(_core, m) {
   m.def("gemm_f64", &gemm_arrays<double>, py::arg("a").noconvert(), py::arg("b").noconvert(),
         py::arg("out").noconvert(), py::arg("alpha") = 1.0, py::arg("beta") = 0.0,
         py::arg("threads") = 0, "out = alpha*a@b + beta*out for C-contiguous float64 arrays.");
-  m.def("gemm_isa", &fb::gemm_isa, "The gemm path on this machine: 'avx2+fma' or 'portable'.");
+  m.def("gemm_isa", &fb::gemm_isa, "The ISA gemm runs now: 'avx2' or 'portable'.");
   py::class_<fb::GemmBlocking>(m, "GemmBlocking", "Cache and register blocking of gemm.")
       .def_readonly("mc", &fb::GemmBlocking::mc)
       .def_readonly("kc", &fb::GemmBlocking::kc)
@@ -473,14 +493,11 @@ PYBIND11_MODULE(_core, m) {
       .def_readonly("mr", &fb::GemmBlocking::mr)
       .def_readonly("nr", &fb::GemmBlocking::nr);
   m.def("gemm_blocking", &fb::gemm_blocking, py::arg("f64"), "Blocking sizes in elements.");
-  m.def("_gemm_force_portable", &fb::detail::gemm_force_portable, py::arg("on"),
-        "Test hook: force gemm's portable path.");
   m.def("conv2d", &conv2d_arrays, py::arg("x").noconvert(), py::arg("weight").noconvert(),
         py::arg("bias").noconvert(), py::arg("stride"), py::arg("padding"), py::arg("dilation"),
         py::arg("groups"), py::arg("algo"), py::arg("threads"),
         "NCHW float32 convolution into a new array (GIL released).");
-  m.def("_conv2d_force_portable", &fb::detail::conv2d_force_portable, py::arg("on"),
-        "Test hook: force conv2d's portable direct loops.");
+  m.def("conv2d_isa", &fb::conv2d_isa, "The ISA conv2d runs now: 'avx2' or 'portable'.");
   py::class_<fb::BandwidthResult>(m, "BandwidthResult", "One bandwidth kernel's passes.")
       .def_readonly("kind", &fb::BandwidthResult::kind)
       .def_readonly("working_set_bytes", &fb::BandwidthResult::working_set_bytes)

@@ -6,7 +6,6 @@
 #include "conv.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <cstring>
 #include <limits>
 #include <memory>
@@ -15,8 +14,8 @@
 #include <string>
 #include <type_traits>
 
-#include "cpu.hpp"
 #include "gemm.hpp"
+#include "isa.hpp"
 #include "parallel.hpp"
 
 #if defined(__x86_64__)
@@ -540,16 +539,9 @@ __attribute__((target("avx2,fma"))) void direct_task_avx2(const DirectTask& t) {
 }
 #endif
 
-std::atomic<bool> g_force_portable{false};
-
-bool use_avx2() {
-#if defined(__x86_64__)
-  const CpuFeatures& f = cpu_features();
-  return f.avx2 && f.fma && !g_force_portable.load(std::memory_order_relaxed);
-#else
-  return false;
-#endif
-}
+// The widest direct kernels built here; AVX-512 machines run the AVX2 ones (off x86-64,
+// best_isa() is portable).
+constexpr Isa kWidest = Isa::avx2;
 
 void conv_direct(const Plan& p, const float* x, const float* w, const float* bias, float* y,
                  int nthreads) {
@@ -575,7 +567,9 @@ void conv_direct(const Plan& p, const float* x, const float* w, const float* bia
   const std::size_t bands = (p.oh + band - 1) / band;
   const std::size_t tasks = jobs * bands;
 
-  const bool padded = use_avx2() && s.stride_w == 1;
+  // Read once: every task of the call runs the path it names.
+  const bool avx2 = kernel_isa(kWidest) >= Isa::avx2;
+  const bool padded = avx2 && s.stride_w == 1;
   const std::size_t blocks = p.cout_g / kDirectBlock;
   std::unique_ptr<float[]> wpack;
   std::size_t scratch_floats = 0;
@@ -629,7 +623,7 @@ void conv_direct(const Plan& p, const float* x, const float* w, const float* bia
         direct_task_padded_avx2(t, scratch.get());
         continue;
       }
-      if (use_avx2()) {
+      if (avx2) {
         direct_task_avx2(t);
         continue;
       }
@@ -686,8 +680,6 @@ double conv2d_flops(const Conv2dShape& s, bool bias) {
   return 2.0 * outputs * taps + (bias ? outputs : 0.0);
 }
 
-namespace detail {
-void conv2d_force_portable(bool on) { g_force_portable.store(on); }
-}  // namespace detail
+const char* conv2d_isa() { return isa_name(kernel_isa(kWidest)); }
 
 }  // namespace fastbench

@@ -43,9 +43,9 @@ inline constexpr std::size_t kDirectMaxTaps = 64;
 // FLOPs of one conv2d call (2 per multiply-add, plus the bias adds).
 double conv2d_flops(const Conv2dShape& s, bool bias);
 
-namespace detail {
-// Test hook: the direct path's portable loops even where AVX2/FMA exist (process-wide).
-void conv2d_force_portable(bool on);
-}  // namespace detail
+// The path the direct kernels take now, an isa_name(): "avx2" or "portable" (never "avx512":
+// there are no AVX-512 kernels); im2col runs gemm, whose gemm_isa() is the same. Follows the
+// ISA cap (detail::set_isa_cap).
+const char* conv2d_isa();
 
 }  // namespace fastbench

@@ -1,9 +1,16 @@
-// cpu.cpp — CPUID-based feature detection. The only file that issues CPUID directly.
+// cpu.cpp — CPUID-based feature detection and the cache sizes. The only file that issues
+// CPUID directly and the only one that reads cache sizes (the kernels block for them).
 // Off x86 every flag stays false and callers fall back to portable paths.
 #include "cpu.hpp"
 
 #include <cstdint>
 #include <cstring>
+#include <fstream>
+#include <string>
+
+#if defined(__linux__)
+#include <unistd.h>
+#endif
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
@@ -69,7 +76,11 @@ CpuFeatures detect() {
     if (max_leaf >= 7) {
       const Regs r7 = cpuid(7, 0);
       f.avx2 = ((r7.b >> 5) & 1u) && ymm_ok;
+      // Leaf 7 EBX: F bit 16, DQ bit 17, BW bit 30, VL bit 31 (Intel SDM vol. 2A, CPUID).
       f.avx512f = ((r7.b >> 16) & 1u) && zmm_ok;
+      f.avx512dq = ((r7.b >> 17) & 1u) && zmm_ok;
+      f.avx512bw = ((r7.b >> 30) & 1u) && zmm_ok;
+      f.avx512vl = ((r7.b >> 31) & 1u) && zmm_ok;
     }
   }
 
@@ -96,11 +107,66 @@ CpuFeatures detect() {
 CpuFeatures detect() { return CpuFeatures{}; }
 #endif
 
+// Parses sysfs sizes such as "32K" or "32768K".
+std::size_t parse_size_bytes(const std::string& s) {
+  std::size_t value = 0;
+  std::size_t i = 0;
+  while (i < s.size() && s[i] >= '0' && s[i] <= '9') {
+    value = value * 10 + static_cast<std::size_t>(s[i] - '0');
+    ++i;
+  }
+  if (i < s.size() && (s[i] == 'K' || s[i] == 'k')) value *= 1024;
+  if (i < s.size() && (s[i] == 'M' || s[i] == 'm')) value *= 1024 * 1024;
+  return value;
+}
+
+std::string read_line(const std::string& path) {
+  std::ifstream f(path);
+  std::string line;
+  if (f) std::getline(f, line);
+  return line;
+}
+
+// sysfs first: under some hypervisors sysconf reports an L3 far larger than the real one.
+CacheSizes detect_caches() {
+  CacheSizes c;
+  std::size_t l1 = 0, l2 = 0, l3 = 0;
+  for (int idx = 0; idx < 8; ++idx) {
+    const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(idx);
+    const std::string level = read_line(dir + "/level");
+    if (level.empty()) break;
+    const std::string type = read_line(dir + "/type");
+    const std::size_t size = parse_size_bytes(read_line(dir + "/size"));
+    if (level == "1" && type == "Data") l1 = size;
+    if (level == "2" && type != "Instruction") l2 = size;
+    if (level == "3" && type != "Instruction") l3 = size;
+  }
+#if defined(__linux__) && defined(_SC_LEVEL1_DCACHE_SIZE)
+  auto sc = [](int name) {
+    const long v = sysconf(name);
+    return v > 0 ? static_cast<std::size_t>(v) : std::size_t{0};
+  };
+  if (l1 == 0) l1 = sc(_SC_LEVEL1_DCACHE_SIZE);
+  if (l2 == 0) l2 = sc(_SC_LEVEL2_CACHE_SIZE);
+  if (l3 == 0) l3 = sc(_SC_LEVEL3_CACHE_SIZE);
+#endif
+  // Ignore implausible readings rather than let kernels build absurd blocks from them.
+  if (l1 >= 8 * 1024 && l1 <= 1024 * 1024) c.l1d_bytes = l1;
+  if (l2 >= 64 * 1024 && l2 <= 64 * 1024 * 1024) c.l2_bytes = l2;
+  if (l3 >= 1024 * 1024 && l3 <= 1024 * 1024 * 1024) c.l3_bytes = l3;
+  return c;
+}
+
 }  // namespace
 
 const CpuFeatures& cpu_features() {
   static const CpuFeatures features = detect();
   return features;
+}
+
+const CacheSizes& cache_sizes() {
+  static const CacheSizes sizes = detect_caches();
+  return sizes;
 }
 
 }  // namespace fastbench

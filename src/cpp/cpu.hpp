@@ -1,8 +1,9 @@
-// cpu.hpp — what the processor offers, read once from CPUID (x86) at run time.
-// Owns feature detection only; kernels and clocks decide what to do with it.
-// No Python here, and no platform #if outside cpu.cpp.
+// cpu.hpp — what the processor offers, read once at run time: CPUID features (x86) and the
+// data cache sizes. Owns detection only; isa.hpp, the kernels and the clocks decide what to
+// do with it. No Python here, and no platform #if outside cpu.cpp.
 #pragma once
 
+#include <cstddef>
 #include <string>
 
 namespace fastbench {
@@ -16,7 +17,10 @@ struct CpuFeatures {
   bool avx = false;            // includes OS support for the YMM state (XGETBV)
   bool avx2 = false;
   bool fma = false;
-  bool avx512f = false;
+  bool avx512f = false;        // AVX-512 flags include OS support for opmask and ZMM state
+  bool avx512bw = false;
+  bool avx512dq = false;
+  bool avx512vl = false;
   bool rdtscp = false;         // CPUID 0x80000001 EDX[27]
   bool invariant_tsc = false;  // CPUID 0x80000007 EDX[8]: constant rate, runs in all C-states
   bool hypervisor = false;     // CPUID 1 ECX[31]: running under a hypervisor
@@ -26,5 +30,16 @@ struct CpuFeatures {
 
 // Detected once and cached; safe to call from any thread.
 const CpuFeatures& cpu_features();
+
+// Data cache sizes of CPU 0 (L2 and L3 unified), from sysfs, else sysconf; a level that is
+// unknown or implausible keeps its default.
+struct CacheSizes {
+  std::size_t l1d_bytes = 32 * 1024;
+  std::size_t l2_bytes = 512 * 1024;
+  std::size_t l3_bytes = 32 * 1024 * 1024;
+};
+
+// Read once and cached; safe to call from any thread.
+const CacheSizes& cache_sizes();
 
 }  // namespace fastbench

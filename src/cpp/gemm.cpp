@@ -1,9 +1,9 @@
 // gemm.cpp — see gemm.hpp. Owns the Goto/BLIS-style driver (B panels kc×nc and A blocks
 // mc×kc packed into aligned buffers, an mr×nr register-tile micro-kernel over them), the
-// cache-size detection that picks mc/kc/nc, the AVX2+FMA and portable micro-kernels, and
-// the split of C among threads. Each thread owns a tile of C and packs its own panels; a
-// thread done early runs row units left in the others' tiles (claimed by compare-and-swap),
-// so a call does not wait on one slowed vCPU.
+// choice of mc/kc/nc from cache_sizes() (cpu.hpp), the AVX2+FMA and portable micro-kernels
+// (the ISA from kernel_isa(), isa.hpp), and the split of C among threads. Each thread owns a
+// tile of C and packs its own panels; a thread done early runs row units left in the others'
+// tiles (claimed by compare-and-swap), so a call does not wait on one slowed vCPU.
 #include "gemm.hpp"
 
 #include <algorithm>
@@ -11,19 +11,15 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <memory>
 #include <new>
 #include <stdexcept>
 #include <string>
 
-#include "avx2.hpp"
 #include "cpu.hpp"
+#include "isa.hpp"
 #include "parallel.hpp"
-
-#if defined(__linux__)
-#include <unistd.h>
-#endif
+#include "simd/avx2.hpp"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -36,72 +32,8 @@ constexpr std::size_t kAlignBytes = 64;
 // Below this many multiply-adds (64³) thread start-up costs more than it saves.
 constexpr double kMinParallelMacs = 64.0 * 64.0 * 64.0;
 
-std::atomic<bool> g_force_portable{false};
 std::atomic<bool> g_small_units{false};
 std::atomic<std::uint64_t> g_units_shared{0};
-
-// ---- cache sizes --------------------------------------------------------------------------
-
-struct CacheSizes {
-  std::size_t l1d_bytes = 32 * 1024;
-  std::size_t l2_bytes = 512 * 1024;
-  std::size_t l3_bytes = 32 * 1024 * 1024;
-};
-
-// Parses sysfs sizes such as "32K" or "32768K".
-std::size_t parse_size_bytes(const std::string& s) {
-  std::size_t value = 0;
-  std::size_t i = 0;
-  while (i < s.size() && s[i] >= '0' && s[i] <= '9') {
-    value = value * 10 + static_cast<std::size_t>(s[i] - '0');
-    ++i;
-  }
-  if (i < s.size() && (s[i] == 'K' || s[i] == 'k')) value *= 1024;
-  if (i < s.size() && (s[i] == 'M' || s[i] == 'm')) value *= 1024 * 1024;
-  return value;
-}
-
-std::string read_line(const std::string& path) {
-  std::ifstream f(path);
-  std::string line;
-  if (f) std::getline(f, line);
-  return line;
-}
-
-// sysfs first: under some hypervisors sysconf reports an L3 far larger than the real one.
-CacheSizes detect_caches() {
-  CacheSizes c;
-  std::size_t l1 = 0, l2 = 0, l3 = 0;
-  for (int idx = 0; idx < 8; ++idx) {
-    const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(idx);
-    const std::string level = read_line(dir + "/level");
-    if (level.empty()) break;
-    const std::string type = read_line(dir + "/type");
-    const std::size_t size = parse_size_bytes(read_line(dir + "/size"));
-    if (level == "1" && type == "Data") l1 = size;
-    if (level == "2" && type != "Instruction") l2 = size;
-    if (level == "3" && type != "Instruction") l3 = size;
-  }
-#if defined(__linux__) && defined(_SC_LEVEL1_DCACHE_SIZE)
-  auto sc = [](int name) {
-    const long v = sysconf(name);
-    return v > 0 ? static_cast<std::size_t>(v) : std::size_t{0};
-  };
-  if (l1 == 0) l1 = sc(_SC_LEVEL1_DCACHE_SIZE);
-  if (l2 == 0) l2 = sc(_SC_LEVEL2_CACHE_SIZE);
-  if (l3 == 0) l3 = sc(_SC_LEVEL3_CACHE_SIZE);
-#endif
-  // Ignore implausible readings rather than build absurd blocks from them.
-  if (l1 >= 8 * 1024 && l1 <= 1024 * 1024) c.l1d_bytes = l1;
-  if (l2 >= 64 * 1024 && l2 <= 64 * 1024 * 1024) c.l2_bytes = l2;
-  if (l3 >= 1024 * 1024 && l3 <= 1024 * 1024 * 1024) c.l3_bytes = l3;
-  return c;
-}
-
-const CacheSizes& caches() {
-  static const CacheSizes c = detect_caches();
-  return c;
-}
 
 std::size_t round_down(std::size_t x, std::size_t to) { return x / to * to; }
 std::size_t round_up(std::size_t x, std::size_t to) { return (x + to - 1) / to * to; }
@@ -114,7 +46,7 @@ std::size_t div_up(std::size_t x, std::size_t y) { return (x + y - 1) / y; }
 // mc: the packed A block (mc×kc) in about half of L2. nc: the B panel (kc×nc) in a quarter
 // of L3, which is shared with the other cores' panels.
 GemmBlocking blocking_for(std::size_t elem_bytes, std::size_t mr, std::size_t nr) {
-  const CacheSizes& cs = caches();
+  const CacheSizes& cs = cache_sizes();
   GemmBlocking b;
   b.mr = mr;
   b.nr = nr;
@@ -396,15 +328,9 @@ struct Avx2Kernel {
 
 #endif  // __x86_64__
 
-bool use_avx2() {
-#if defined(__x86_64__)
-  if (g_force_portable.load(std::memory_order_relaxed)) return false;
-  const CpuFeatures& f = cpu_features();
-  return f.avx2 && f.fma;
-#else
-  return false;
-#endif
-}
+// The widest micro-kernel built here; AVX-512 machines run the AVX2 one (off x86-64,
+// best_isa() is portable).
+constexpr Isa kWidest = Isa::avx2;
 
 // ---- driver -------------------------------------------------------------------------------
 
@@ -645,7 +571,7 @@ std::size_t unit_rows(std::size_t m_tile, std::size_t n_tile, std::size_t k, std
     const std::size_t per_epoch = div_up(kMinUnits, epochs);
     const std::size_t row_macs = std::min(n_tile, nc_max) * std::min(k, kc_max);
     std::size_t floor_rows = round_up(div_up(kMinUnitMacs, row_macs), mr);
-    if (row_macs * elem_bytes > caches().l2_bytes / 2) floor_rows = std::max(floor_rows, 8 * mr);
+    if (row_macs * elem_bytes > cache_sizes().l2_bytes / 2) floor_rows = std::max(floor_rows, 8 * mr);
     if (g_small_units.load(std::memory_order_relaxed)) floor_rows = mr;
     cap = std::clamp(round_up(div_up(m_tile, per_epoch), mr), std::min(mc, floor_rows), mc);
   }
@@ -725,7 +651,7 @@ void gemm_impl(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a,
     return;
   }
 #if defined(__x86_64__)
-  if (use_avx2()) {
+  if (kernel_isa(kWidest) >= Isa::avx2) {
     gemm_with<T, Avx2Kernel<T>>(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, nthreads);
     return;
   }
@@ -747,11 +673,11 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, double alpha, const doubl
   gemm_impl(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, threads);
 }
 
-const char* gemm_isa() { return use_avx2() ? "avx2+fma" : "portable"; }
+const char* gemm_isa() { return isa_name(kernel_isa(kWidest)); }
 
 GemmBlocking gemm_blocking(bool f64) {
 #if defined(__x86_64__)
-  if (use_avx2()) {
+  if (kernel_isa(kWidest) >= Isa::avx2) {
     return f64 ? blocking_for(8, Avx2Kernel<double>::kMr, Avx2Kernel<double>::kNr)
                : blocking_for(4, Avx2Kernel<float>::kMr, Avx2Kernel<float>::kNr);
   }
@@ -761,7 +687,6 @@ GemmBlocking gemm_blocking(bool f64) {
 }
 
 namespace detail {
-void gemm_force_portable(bool on) { g_force_portable.store(on, std::memory_order_relaxed); }
 void gemm_small_units(bool on) { g_small_units.store(on, std::memory_order_relaxed); }
 std::uint64_t gemm_units_shared() { return g_units_shared.load(std::memory_order_relaxed); }
 }  // namespace detail

@@ -1,7 +1,7 @@
 // gemm.hpp — C = alpha·A·B + beta·C for float and double, row-major, any sizes: the compute
 // ceiling that roofline calibration reaches with real code. A register-blocked AVX2/FMA
-// micro-kernel with packing and cache blocking where CPUID allows it (chosen at run time),
-// a portable path always. No Python here.
+// micro-kernel with packing and cache blocking where the ISA dispatch allows it (isa.hpp;
+// AVX-512 machines run it too), a portable path always. No Python here.
 #pragma once
 
 #include <cstddef>
@@ -21,7 +21,8 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, double alpha, const doubl
           std::size_t lda, const double* b, std::size_t ldb, double beta, double* c,
           std::size_t ldc, int threads = 0);
 
-// The path gemm() takes on this machine: "avx2+fma" or "portable".
+// The path gemm() takes now, an isa_name(): "avx2" or "portable" (never "avx512": there is
+// no AVX-512 micro-kernel). Follows the ISA cap (detail::set_isa_cap).
 const char* gemm_isa();
 
 // Cache-blocking sizes in use (elements), for reports and tests.
@@ -32,8 +33,6 @@ struct GemmBlocking {
 GemmBlocking gemm_blocking(bool f64);
 
 namespace detail {
-// Test hook: force the portable path even where AVX2/FMA exist (process-wide).
-void gemm_force_portable(bool on);
 // Test hook: cut multi-threaded work into units of a few register tiles whatever their cost
 // (process-wide), so that small products exercise the sharing of units between threads.
 void gemm_small_units(bool on);

@@ -15,10 +15,11 @@
 #include <utility>
 #include <vector>
 
-#include "avx2.hpp"
 #include "cpu.hpp"
+#include "isa.hpp"
 #include "median.hpp"
 #include "parallel.hpp"
+#include "simd/avx2.hpp"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -125,10 +126,9 @@ double mix_portable(std::uint64_t iters) {
   return s;
 }
 
-bool have_avx2_fma() {
-  const CpuFeatures& f = cpu_features();
-  return f.avx2 && f.fma;
-}
+// The widest chains built here; AVX-512 machines run the AVX2 ones and expect their rate
+// (off x86-64, best_isa() is portable).
+constexpr Isa kWidest = Isa::avx2;
 
 template <class T>
 Kernel pick(bool mix, bool avx, double& expected) {
@@ -228,10 +228,11 @@ PeakResult peak_flops(const std::string& dtype, int threads, bool add_mix, doubl
   }
   const int nt = resolve_threads(threads, "peak_flops");
   check_time(min_time_s, "peak_flops");
-  const bool avx = have_avx2_fma();
+  const Isa isa = kernel_isa(kWidest);
+  const bool avx = isa >= Isa::avx2;
   PeakResult r;
   r.dtype = dtype;
-  r.isa = avx ? "avx2+fma" : "portable";
+  r.isa = isa_name(isa);
   r.add_mix = add_mix;
   r.threads = nt;
   const Kernel k = dtype == "float32" ? pick<float>(add_mix, avx, r.expected_flops_per_cycle)

@@ -10,7 +10,7 @@ namespace fastbench {
 
 struct PeakResult {
   std::string dtype;        // "float32" or "float64"
-  std::string isa;          // "avx2+fma" or "portable"
+  std::string isa;          // isa_name() of the chains run: "avx2" or "portable"
   bool add_mix = false;     // FMA chains interleaved with independent adds
   int threads = 1;
   double flops_per_s = 0.0; // all threads together

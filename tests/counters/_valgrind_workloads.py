@@ -1,4 +1,5 @@
-"""Workloads for tests/test_valgrind.py, which simulate() imports by name in a fresh process.
+"""Workloads for tests/counters/test_simulate.py, which simulate() imports by name in a
+fresh process.
 
 Kept apart from the test module, and free of imports, so each run under valgrind imports
 this small file rather than pytest and fastbench (start-up under valgrind costs seconds).

@@ -1,5 +1,5 @@
-"""fastbench._valgrind: simulated counters under valgrind, the cache geometry cachegrind
-accepts, output parsing, errors, and results files.
+"""fastbench.counters.simulation: simulated counters of real runs under valgrind, the errors a
+caller sees before and during a run, and a result that survives a results file.
 
 Real runs need valgrind and skip without it; each costs a Python start-up under valgrind
 (about 2 s), so the workloads are small and a callable's two runs go in parallel.
@@ -18,19 +18,16 @@ import pytest
 import _valgrind_workloads as work  # tests/ is on sys.path: pytest's rootdir-relative import
 import fastbench
 from fastbench import machine
-from fastbench.counters.simulate import (
+from fastbench.counters.simulation import (
     CacheGeometry,
     SimulatedCounts,
     SimulationTimeout,
     SimulationUnavailable,
-    adjust_geometry,
     detect_geometry,
     geometry_problem,
-    parse_output,
     simulate,
 )
 from fastbench.errors import FastbenchError
-from fastbench.results import ResultsFileError
 
 NO_VALGRIND = "valgrind is not installed (apt install valgrind); simulated counters need it"
 needs_valgrind = pytest.mark.skipif(shutil.which("valgrind") is None, reason=NO_VALGRIND)
@@ -154,12 +151,12 @@ def test_callables_without_an_importable_name_are_refused() -> None:
 
 def test_extension_functions_are_named_by_module_and_name() -> None:
     from fastbench import _core
-    from fastbench.counters.simulate import _callable_spec
+    from fastbench.counters.simulation.target import callable_spec
 
     # pybind11 gives its functions a binding-internal __qualname__; the module's attribute
     # is what the fresh process imports.
-    assert _callable_spec(_core.make_spin) == ("fastbench._core", "make_spin", None)
-    assert _callable_spec(work.sum_range) == ("_valgrind_workloads", "sum_range", None)
+    assert callable_spec(_core.make_spin) == ("fastbench._core", "make_spin", None)
+    assert callable_spec(work.sum_range) == ("_valgrind_workloads", "sum_range", None)
 
 
 def test_bad_arguments_are_refused_before_running() -> None:
@@ -215,122 +212,6 @@ def test_explicit_caches_are_simulated() -> None:
     assert "--D1=16384,4,64" in r.command
 
 
-# -- cache geometry (no valgrind) -------------------------------------------------------------
-
-
-def test_a_valid_geometry_is_kept() -> None:
-    assert adjust_geometry("D1", 32 * KIB, 8, 64) == (CacheGeometry(32 * KIB, 8, 64), [])
-    assert adjust_geometry("D1", 48 * KIB, 12, 64) == (CacheGeometry(48 * KIB, 12, 64), [])
-
-
-def test_associativity_moves_to_keep_the_size() -> None:
-    g, notes = adjust_geometry("LL", 36 * MIB, 16, 64)  # 36864 sets
-    assert g == CacheGeometry(36 * MIB, 18, 64) and g.sets == 32768
-    assert len(notes) == 1
-    assert "36864 sets, not a power of two" in notes[0]
-    assert "associativity 16-way -> 18-way" in notes[0] and "size" not in notes[0].split(":")[-1]
-    g, _ = adjust_geometry("LL", 30 * MIB, 20, 64)  # 24576 sets: 15-way keeps 30 MiB
-    assert g == CacheGeometry(30 * MIB, 15, 64)
-
-
-def test_size_shrinks_when_no_nearby_associativity_fits() -> None:
-    g, notes = adjust_geometry("LL", 38 * MIB + 512 * KIB, 11, 64)  # 38.5 MiB: 77 x 8192 lines
-    assert g == CacheGeometry(38 * MIB, 19, 64)
-    assert "size 39424 KiB -> 38 MiB" in notes[0] and "11-way -> 19-way" in notes[0]
-
-
-def test_unknown_or_odd_values_are_assumed_and_noted() -> None:
-    g, notes = adjust_geometry("LL", 8 * MIB, None, None)
-    assert g == CacheGeometry(8 * MIB, 8, 64)
-    assert notes == ["LL: line size unknown; assumed 64 B",
-                     "LL: associativity unknown (no ways_of_associativity in sysfs); assumed 8-way"]
-    g, notes = adjust_geometry("D1", 32 * KIB, 8, 48)
-    assert g.line_bytes == 32 and "48 B is not a power of two" in notes[0]
-    g, notes = adjust_geometry("D1", 32 * KIB, 8, 16)
-    assert g.line_bytes == 32 and "below valgrind's minimum of 32 B" in notes[0]
-    with pytest.raises(ValueError, match="fewer than two"):
-        adjust_geometry("D1", 64, 1, 64)
-
-
-@pytest.mark.parametrize("assoc", [1, 2, 3, 5, 7, 8, 11, 12, 15, 16, 20, 24])
-def test_every_adjusted_geometry_is_accepted(assoc: int) -> None:
-    for size in [24 * KIB, 32 * KIB, 48 * KIB, 80 * KIB, 1280 * KIB, 3 * MIB, 30 * MIB, 105 * MIB]:
-        g, _ = adjust_geometry("LL", size, assoc, 64)
-        assert geometry_problem(g) is None, (size, assoc, g)
-        assert size / 2 < g.size_bytes <= size
-        assert assoc / 2 <= g.assoc <= 2 * assoc
-
-
-def _fake_cache(root: Path, index: int, level: int, kind: str, size: str,
-                ways: int | None, shared: str = "0") -> None:
-    d = root / "sys/devices/system/cpu/cpu0/cache" / f"index{index}"
-    d.mkdir(parents=True)
-    files = {"level": str(level), "type": kind, "size": size, "coherency_line_size": "64",
-             "shared_cpu_list": shared}
-    if ways is not None:
-        files["ways_of_associativity"] = str(ways)
-    for name, text in files.items():
-        (d / name).write_text(text + "\n")
-
-
-def test_detect_geometry_reads_sysfs_and_notes_what_it_changed(tmp_path: Path) -> None:
-    _fake_cache(tmp_path, 0, 1, "Data", "48K", 12)
-    _fake_cache(tmp_path, 1, 1, "Instruction", "32K", None)
-    _fake_cache(tmp_path, 2, 2, "Unified", "1280K", 10)
-    _fake_cache(tmp_path, 3, 3, "Unified", "30720K", 20, shared="0-15")
-    geometry, notes = detect_geometry(tmp_path)
-    assert geometry == {"I1": CacheGeometry(32 * KIB, 8, 64), "D1": CacheGeometry(48 * KIB, 12, 64),
-                        "LL": CacheGeometry(30 * MIB, 15, 64)}
-    assert "LL = L3; L2 not simulated (cachegrind models I1, D1 and one last level)" in notes
-    assert any(n.startswith("LL = L3, shared by 16 CPUs") for n in notes)
-    assert any(n.startswith("I1: associativity unknown") for n in notes)
-    assert any(n.startswith("LL: 30 MiB 20-way") and "20-way -> 15-way" in n for n in notes)
-
-
-def test_detect_geometry_without_sysfs_leaves_valgrind_to_choose(tmp_path: Path) -> None:
-    geometry, notes = detect_geometry(tmp_path)
-    assert geometry == {}
-    assert notes == [f"{n}: not described in sysfs; valgrind's own detection is used"
-                     for n in ("I1", "D1", "LL")]
-
-
-# -- output parsing (no valgrind) -------------------------------------------------------------
-
-CACHEGRIND_OUT = """\
-desc: I1 cache:         32768 B, 64 B, 8-way associative
-desc: D1 cache:         32768 B, 64 B, direct-mapped
-desc: LL cache:         33554432 B, 64 B, 16-way associative
-cmd: python -c pass
-events: Ir I1mr ILmr Dr D1mr DLmr Dw D1mw DLmw Bc Bcm Bi Bim
-fl=x.c
-fn=main
-1 2 3 4 5 6 7 8 9 10 11 12 13 14
-summary: 100 2 1 40 5 1 20 3 1 30 4 10 2
-"""
-
-
-def test_parse_cachegrind_output() -> None:
-    totals, geometry = parse_output(CACHEGRIND_OUT)
-    assert totals["Ir"] == 100 and totals["Bim"] == 2 and len(totals) == 13
-    assert geometry == {"I1": CacheGeometry(32768, 8, 64), "D1": CacheGeometry(32768, 1, 64),
-                        "LL": CacheGeometry(33554432, 16, 64)}
-    r = SimulatedCounts("cachegrind", "cmd", {k: float(v) for k, v in totals.items()},
-                        per_call=False, calls=1, totals=totals)
-    assert r.derived["l1d_miss_pct"] == pytest.approx(100 * 8 / 60)
-    assert r.derived["ll_miss_pct"] == pytest.approx(100 * 3 / 160)
-    assert r.derived["branch_miss_pct"] == pytest.approx(100 * 6 / 40)
-    assert r["cache-references"] == 2 + 5 + 3
-    with pytest.raises(KeyError, match="was not simulated"):
-        r["cycles"]
-
-
-def test_parse_callgrind_output_and_omitted_trailing_zeros() -> None:
-    totals, geometry = parse_output("version: 1\nevents: Ir Dr\ntotals: 12345\n")
-    assert totals == {"Ir": 12345, "Dr": 0} and geometry == {}
-    with pytest.raises(ValueError, match="summary"):
-        parse_output("events: Ir\n")
-
-
 # -- results files ----------------------------------------------------------------------------
 
 
@@ -342,27 +223,3 @@ def test_save_load_round_trip(python_pass: SimulatedCounts, tmp_path: Path) -> N
     assert isinstance(loaded, SimulatedCounts) and loaded == python_pass
     assert str(loaded).splitlines()[0] == "simulated by valgrind cachegrind (not hardware counts)"
     assert loaded.to_dict()["label"] == python_pass.label
-
-
-def test_round_trip_of_a_per_call_result(tmp_path: Path) -> None:
-    r = SimulatedCounts("cachegrind", "m:f", {"Ir": 1.5, "D1mr": -0.25}, per_call=True,
-                        calls=4, totals={"Ir": 106, "D1mr": 9}, baseline={"Ir": 100, "D1mr": 10},
-                        geometry={"D1": CacheGeometry(32 * KIB, 8, 64)}, notes=("n",),
-                        valgrind_version="3.19.0", command=("valgrind", "x"))
-    assert SimulatedCounts.from_dict(r.to_dict()) == r
-    fastbench.save(r, tmp_path / "r.json")
-    assert fastbench.load(tmp_path / "r.json") == r
-    assert "per call" in str(r) and "D1 32 KiB 8-way 64 B lines" in str(r)
-
-
-def test_malformed_data_is_a_results_file_error(tmp_path: Path) -> None:
-    r = SimulatedCounts("callgrind", "true", {"Ir": 5.0}, per_call=False, calls=1,
-                        totals={"Ir": 5})
-    path = tmp_path / "r.json"
-    fastbench.save(r, path)
-    text = path.read_text().replace('"tool": "callgrind"', '"tool": "memcheck"')
-    path.write_text(text)
-    with pytest.raises(ResultsFileError, match="simulated_counts.*memcheck"):
-        fastbench.load(path)
-    with pytest.raises(ValueError, match="lacks 'events'"):
-        SimulatedCounts.from_dict({"tool": "callgrind", "target": "x"})

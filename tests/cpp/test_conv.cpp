@@ -1,8 +1,9 @@
 // test_conv.cpp — native tests of conv2d: both algorithms against a naive seven-loop
 // reference (double accumulation) over 1×1 and larger kernels, strides, padding, dilation,
 // groups and depthwise, non-square shapes, batches, bias and thread counts; the output-size
-// and FLOP formulas on hand-computed cases; every error path. Shapes stay small so the
-// executable runs in seconds under ASan.
+// and FLOP formulas on hand-computed cases; every error path. Every case runs on the widest
+// path and with the ISA capped at portable. Shapes stay small so the executable runs in
+// seconds under ASan.
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -13,8 +14,10 @@
 #include <vector>
 
 #include "conv.hpp"
+#include "isa.hpp"
 
 #include "harness.hpp"
+#include "isa_cap.hpp"
 
 namespace fb = fastbench;
 
@@ -100,8 +103,9 @@ std::vector<double> reference(const fb::Conv2dShape& s, const std::vector<float>
   return y;
 }
 
-// Runs both algorithms with and without bias on 1 and 2 threads and compares with the
-// reference; the tolerance scales with the number of terms per output.
+// Runs both algorithms with and without bias on 1 and 2 threads, uncapped and capped at
+// portable, and compares with the reference; the tolerance scales with the number of terms
+// per output.
 void check_case(const fb::Conv2dShape& s, std::uint32_t seed) {
   const std::size_t oh = fb::conv2d_out_h(s), ow = fb::conv2d_out_w(s);
   const std::size_t taps = s.c_in / s.groups * s.kh * s.kw;
@@ -115,19 +119,23 @@ void check_case(const fb::Conv2dShape& s, std::uint32_t seed) {
     CHECK(ref.size() == s.n * s.c_out * oh * ow, describe(s), " reference size ", ref.size());
     for (const char* algo : {"im2col", "direct", "auto"}) {
       for (int threads : {1, 2}) {
-        std::vector<float> y(ref.size(), std::numeric_limits<float>::quiet_NaN());
-        fb::conv2d(s, x.data(), w.data(), bias, y.data(), algo, threads);
-        double worst = 0.0;
-        std::size_t at = 0;
-        for (std::size_t i = 0; i < y.size(); ++i) {
-          const double err = std::fabs(static_cast<double>(y[i]) - ref[i]);
-          if (!(err <= worst)) {  // NaN counts as the worst
-            worst = std::isnan(err) ? std::numeric_limits<double>::infinity() : err;
-            at = i;
+        for (const fb::Isa cap : {fb::kWidestIsa, fb::Isa::portable}) {
+          const IsaCap capped(cap);
+          std::vector<float> y(ref.size(), std::numeric_limits<float>::quiet_NaN());
+          fb::conv2d(s, x.data(), w.data(), bias, y.data(), algo, threads);
+          double worst = 0.0;
+          std::size_t at = 0;
+          for (std::size_t i = 0; i < y.size(); ++i) {
+            const double err = std::fabs(static_cast<double>(y[i]) - ref[i]);
+            if (!(err <= worst)) {  // NaN counts as the worst
+              worst = std::isnan(err) ? std::numeric_limits<double>::infinity() : err;
+              at = i;
+            }
           }
+          CHECK(worst <= tol, describe(s), " ", algo, " threads=", threads, " bias=", with_bias,
+                " isa=", fb::conv2d_isa(), ": max error ", worst, " at ", at, " (tolerance ", tol,
+                ")");
         }
-        CHECK(worst <= tol, describe(s), " ", algo, " threads=", threads, " bias=", with_bias,
-              ": max error ", worst, " at ", at, " (tolerance ", tol, ")");
       }
     }
   }

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <exception>
+#include <fstream>
 #include <functional>
 #include <limits>
 #include <sstream>
@@ -537,8 +538,8 @@ void test_cpu_features_consistent() {
 #endif
   if (!f.x86) {
     CHECK(f.vendor.empty() && f.brand.empty(), "vendor/brand set off x86");
-    CHECK(!(f.sse2 || f.sse4_2 || f.avx || f.avx2 || f.fma || f.avx512f || f.rdtscp ||
-            f.invariant_tsc || f.hypervisor),
+    CHECK(!(f.sse2 || f.sse4_2 || f.avx || f.avx2 || f.fma || f.avx512f || f.avx512bw ||
+            f.avx512dq || f.avx512vl || f.rdtscp || f.invariant_tsc || f.hypervisor),
           "a feature flag is set off x86");
   }
   CHECK(!f.avx2 || f.avx, "avx2 without avx");
@@ -548,6 +549,25 @@ void test_cpu_features_consistent() {
   CHECK(fb::tsc_usable() == (f.x86 && f.rdtscp && f.invariant_tsc),
         "tsc_usable()=", fb::tsc_usable(), " but x86=", f.x86, " rdtscp=", f.rdtscp,
         " invariant_tsc=", f.invariant_tsc);
+}
+
+// The sizes kernels block for: cached, plausible, and what sysfs says where it says it.
+void test_cache_sizes() {
+  const fb::CacheSizes& c = fb::cache_sizes();
+  CHECK(&c == &fb::cache_sizes(), "not cached");
+  CHECK(c.l1d_bytes >= 8 * 1024 && c.l1d_bytes <= 1024 * 1024, c.l1d_bytes);
+  CHECK(c.l2_bytes >= 64 * 1024 && c.l2_bytes <= 64 * 1024 * 1024, c.l2_bytes);
+  CHECK(c.l3_bytes >= 1024 * 1024 && c.l3_bytes <= 1024 * 1024 * 1024, c.l3_bytes);
+  // index0 is L1 data on every Linux x86 machine: compare by hand with its size file.
+  const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index0/";
+  std::ifstream level(dir + "level"), type(dir + "type"), size(dir + "size");
+  std::string lv, ty, sz;
+  SKIP_UNLESS(level >> lv && type >> ty && size >> sz, "no sysfs cacheinfo");
+  if (lv == "1" && ty == "Data" && !sz.empty() && sz.back() == 'K') {
+    CHECK(c.l1d_bytes == std::stoul(sz) * 1024, c.l1d_bytes, " vs sysfs ", sz);
+  }
+  std::printf("note: caches L1d %zu KiB, L2 %zu KiB, L3 %zu KiB\n", c.l1d_bytes >> 10,
+              c.l2_bytes >> 10, c.l3_bytes >> 10);
 }
 
 // ---- table and runner ----------------------------------------------------------------------
@@ -606,6 +626,7 @@ const Test kTests[] = {
     {"spin_duration", test_spin_duration},
     {"spin_rejects_bad_arguments", test_spin_rejects_bad_arguments},
     {"cpu_features_consistent", test_cpu_features_consistent},
+    {"cache_sizes", test_cache_sizes},
 };
 
 }  // namespace

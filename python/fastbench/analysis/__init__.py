@@ -1,20 +1,24 @@
 """Model analysis: exact FLOPs/MACs, parameters, bytes moved and memory, from closed-form
 formulas (no framework needed) or by running a PyTorch model once.
 
-- ``formulas``: counts of single operations (linear, matmul, conv, attention, norms, ...).
+- ``formulas``: costs of single operations (linear, matmul, conv, attention, norms, ...).
 - ``layers``: describe a model as layer specs and analyse it without any framework.
-- ``analyze(model, *inputs)``: a PyTorch model counted at the aten level (needs torch).
+- ``costs``: the cost records (``Count`` of one pass, ``Cost`` forward and backward).
+- ``analyze(model, *inputs)``: a PyTorch model counted at the aten level (needs torch; the
+  analyzer is :mod:`fastbench.pytorch.analyzer`).
 - ``models``: standard models written in plain PyTorch (needs torch; import it explicitly).
 
-Convention: ``counts.CONVENTION``. torch is imported only when ``analyze`` is first used.
+A face. Convention: ``costs.CONVENTION``. torch is imported only when ``analyze`` is first
+used.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from ..units import format_count
 from . import formulas, layers
-from .costs import CONVENTION, Cost, Count, dtype_bytes, format_count
+from .costs import CONVENTION, Cost, Count, dtype_bytes
 from .model_analysis import (Coverage, MemoryEstimate, ModelAnalysis, ModulePlacement, ModuleRow,
                              Parameters, UncountedOp)
 
@@ -41,7 +45,7 @@ def _require_torch() -> None:
 def analyze(model: Any, *inputs: Any, backward: bool = False, grad_mode: str = "grad",
             kwargs: Any = None) -> ModelAnalysis:
     """Count a PyTorch model's FLOPs, MACs, bytes, parameters and memory; see
-    ``fastbench.analysis.torch_analyzer.analyze``.
+    ``fastbench.pytorch.analyzer.analyze``.
 
     Raises
     ------

@@ -6,7 +6,7 @@ on it): ``macs`` are the multiply-accumulates of conv, linear, matmul and the at
 products and nothing else; ``flops = 2 * macs + elementwise_flops``; ``elementwise_flops``
 are bias adds, norms, activations, softmax, pooling and other elementwise arithmetic; bytes
 are the minimum traffic: every input read once and every output written once, at the dtype's
-width.
+width. ``format_count`` is :func:`fastbench.units.format_count`, handed on from here.
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ from dataclasses import dataclass, fields
 from typing import Any, Mapping
 
 from .._checks import check_int
+from ..report.lines import TextLines
+from ..units import format_count
 
 __all__ = ["CONVENTION", "Cost", "Count", "Totals", "dtype_bytes", "format_count"]
 
@@ -56,20 +58,6 @@ def dtype_bytes(dtype: Any) -> int:
         return _DTYPE_BYTES[name]
     raise ValueError(f"unknown dtype {dtype!r}; expected one of {', '.join(sorted(_DTYPE_BYTES))} "
                      "or a width in bytes")
-
-
-_SI = ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
-
-
-def format_count(value: float, unit: str = "", digits: int = 3) -> str:
-    """``value`` with an SI prefix: ``format_count(4.1e9, "FLOPs") == "4.10 GFLOPs"``."""
-    if not math.isfinite(value):
-        return f"{value} {unit}".rstrip()
-    for scale, prefix in _SI:
-        if abs(value) >= scale:
-            return f"{value / scale:.{digits - 1}f} {prefix}{unit}"
-    text = f"{value:.{digits - 1}f}" if value != int(value) else f"{int(value)}"
-    return f"{text} {unit}".rstrip()
 
 
 def _check_nonnegative_int(name: str, value: Any) -> int:
@@ -148,7 +136,7 @@ class Count:
 
 
 @dataclass(frozen=True)
-class Cost:
+class Cost(TextLines):
     """Forward and backward cost of an operation or layer, with its parameter count.
 
     ``backward`` holds the gradient computation actually run: with respect to the input
@@ -196,9 +184,6 @@ class Cost:
         return [f"{self.op}: {format_count(self.params, 'params')}",
                 f"  forward:  {self.forward}", f"  backward: {self.backward}",
                 f"  ({CONVENTION})"]
-
-    def __str__(self) -> str:
-        return "\n".join(self.lines())
 
 
 class Totals:

@@ -1,9 +1,10 @@
 """Closed-form FLOP, MAC, byte and parameter counts of common layers, forward and backward,
 and the one table of elementwise FLOPs per element (``ELEMENTWISE_FLOPS``) that every count
 here, and any analyzer built on this module, uses. Pure integer arithmetic on shapes: no
-framework import and no measurement here; the ``Count`` and ``Cost`` types live in counts.py.
+framework import and no measurement here; the ``Count`` and ``Cost`` records live in
+costs.py.
 
-Conventions (see also ``counts.CONVENTION``):
+Conventions (see also ``costs.CONVENTION``):
 
 - ``macs`` are the multiply-accumulates of linear, matmul, einsum contractions, convolution
   and the two attention products; everything else is ``elementwise_flops``, counted per
@@ -22,7 +23,7 @@ from __future__ import annotations
 import math
 import string
 from types import MappingProxyType
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, Protocol, Sequence
 
 from .._checks import check_int
 from .costs import Cost, Count, dtype_bytes
@@ -665,45 +666,40 @@ def conv(x_shape: Shape, w_shape: Shape, *, stride: int | Shape = 1,
     return Cost(op, forward, backward, geo.weight_numel + n_bias)
 
 
-def _conv_nd(n: int, transposed: bool, x_shape: Shape, w_shape: Shape,
-             kwargs: dict[str, Any]) -> Cost:
+class _ConvFormula(Protocol):
+    def __call__(self, x_shape: Shape, w_shape: Shape, **kwargs: Any) -> Cost: ...
+
+
+# The kernel's dimensions in a weight shape, by number of spatial dimensions.
+_KERNEL_DIMS = {1: "k", 2: "kH, kW", 3: "kD, kH, kW"}
+
+
+def _conv_nd(n: int, *, transposed: bool) -> _ConvFormula:
+    """``conv`` for an ``n``-d kernel, named as torch names it (``conv2d``,
+    ``conv_transpose2d``), checking that the weight shape has ``n + 2`` dimensions."""
     name = f"conv_transpose{n}d" if transposed else f"conv{n}d"
-    if "transposed" in kwargs:
-        raise TypeError(f"{name}() got an unexpected keyword argument 'transposed'")
-    w = _shape("w_shape", w_shape)
-    if len(w) != n + 2:
-        raise ValueError(f"{name} takes a {n + 2}-d weight shape, got w_shape {w}")
-    return conv(x_shape, w, transposed=transposed, **kwargs)
+
+    def formula(x_shape: Shape, w_shape: Shape, **kwargs: Any) -> Cost:
+        if "transposed" in kwargs:
+            raise TypeError(f"{name}() got an unexpected keyword argument 'transposed'")
+        w = _shape("w_shape", w_shape)
+        if len(w) != n + 2:
+            raise ValueError(f"{name} takes a {n + 2}-d weight shape, got w_shape {w}")
+        return conv(x_shape, w, transposed=transposed, **kwargs)
+
+    channels = "Cin, Cout/groups" if transposed else "Cout, Cin/groups"
+    formula.__name__ = formula.__qualname__ = name
+    formula.__doc__ = (f"``conv{'(transposed=True)' if transposed else ''}`` with a {n}-d "
+                       f"kernel: w_shape ``({channels}, {_KERNEL_DIMS[n]})``.")
+    return formula
 
 
-def conv1d(x_shape: Shape, w_shape: Shape, **kwargs: Any) -> Cost:
-    """``conv`` with a 1-d kernel: w_shape ``(Cout, Cin/groups, k)``."""
-    return _conv_nd(1, False, x_shape, w_shape, kwargs)
-
-
-def conv2d(x_shape: Shape, w_shape: Shape, **kwargs: Any) -> Cost:
-    """``conv`` with a 2-d kernel: w_shape ``(Cout, Cin/groups, kH, kW)``."""
-    return _conv_nd(2, False, x_shape, w_shape, kwargs)
-
-
-def conv3d(x_shape: Shape, w_shape: Shape, **kwargs: Any) -> Cost:
-    """``conv`` with a 3-d kernel: w_shape ``(Cout, Cin/groups, kD, kH, kW)``."""
-    return _conv_nd(3, False, x_shape, w_shape, kwargs)
-
-
-def conv_transpose1d(x_shape: Shape, w_shape: Shape, **kwargs: Any) -> Cost:
-    """``conv(transposed=True)`` with a 1-d kernel: w_shape ``(Cin, Cout/groups, k)``."""
-    return _conv_nd(1, True, x_shape, w_shape, kwargs)
-
-
-def conv_transpose2d(x_shape: Shape, w_shape: Shape, **kwargs: Any) -> Cost:
-    """``conv(transposed=True)`` with a 2-d kernel: w_shape ``(Cin, Cout/groups, kH, kW)``."""
-    return _conv_nd(2, True, x_shape, w_shape, kwargs)
-
-
-def conv_transpose3d(x_shape: Shape, w_shape: Shape, **kwargs: Any) -> Cost:
-    """``conv(transposed=True)`` with a 3-d kernel: w_shape ``(Cin, Cout/groups, kD, kH, kW)``."""
-    return _conv_nd(3, True, x_shape, w_shape, kwargs)
+conv1d = _conv_nd(1, transposed=False)
+conv2d = _conv_nd(2, transposed=False)
+conv3d = _conv_nd(3, transposed=False)
+conv_transpose1d = _conv_nd(1, transposed=True)
+conv_transpose2d = _conv_nd(2, transposed=True)
+conv_transpose3d = _conv_nd(3, transposed=True)
 
 
 # -- attention ----------------------------------------------------------------------------

@@ -13,8 +13,11 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Iterator, Sequence
 
 from .._checks import check_bool, check_int
+from ..report.lines import TextLines
+from ..report.table import table
+from ..units import format_count
 from . import formulas
-from .costs import CONVENTION, Cost, Count, Totals, format_count
+from .costs import CONVENTION, Cost, Count, Totals
 
 __all__ = [
     "Activation", "AdaptiveAvgPool2d", "AvgPool2d", "BatchNorm1d", "BatchNorm2d",
@@ -63,7 +66,7 @@ class _Walk:
 
 
 @dataclass(frozen=True)
-class LayerRow:
+class LayerRow(Totals):
     """One leaf layer of an analysis: where it sits, its shapes and what it costs.
 
     ``macs``, ``flops``, ``bytes`` and ``intensity`` are of what the analysis counted:
@@ -81,28 +84,14 @@ class LayerRow:
     share: float = 0.0
 
     @property
-    def count(self) -> Count:
+    def total(self) -> Count:
+        """Forward plus backward (the backward empty when not counted)."""
         return self.forward + self.backward
 
     @property
-    def macs(self) -> int:
-        return self.count.macs
-
-    @property
-    def flops(self) -> int:
-        return self.count.flops
-
-    @property
-    def elementwise_flops(self) -> int:
-        return self.count.elementwise_flops
-
-    @property
-    def bytes(self) -> int:
-        return self.count.bytes
-
-    @property
-    def intensity(self) -> float:
-        return self.count.intensity
+    def count(self) -> Count:
+        """The same as ``total``."""
+        return self.total
 
     def to_dict(self) -> dict[str, Any]:
         return {"path": self.path, "type": self.type, "input_shape": list(self.input_shape),
@@ -150,14 +139,36 @@ def _child(path: str, name: str) -> str:
     return f"{path}.{name}" if path else name
 
 
-def _container_cost(layer: Layer, input_shape: Sequence[int], dtype: Any, input_grad: bool,
-                    training: bool) -> tuple[Cost, Shape]:
-    rows, out, _ = layer._walk(_as_shape(input_shape), "", input_grad,
-                               _Walk(dtype, training, True))
-    fwd, bwd = Count(), Count()
-    for r in rows:
-        fwd, bwd = fwd + r.forward, bwd + r.backward
-    return Cost(layer.type_name, fwd, bwd, sum(r.params for r in rows)), out
+class _Leaf(Layer):
+    """A spec without children: ``cost`` checks the input shape, then ``_cost`` counts it."""
+
+    def cost(self, input_shape: Sequence[int], dtype: Any = "float32", input_grad: bool = True,
+             training: bool = True) -> tuple[Cost, Shape]:
+        return self._cost(_as_shape(input_shape), dtype, input_grad, training)
+
+    def _cost(self, x: Shape, dtype: Any, input_grad: bool, training: bool) -> tuple[Cost, Shape]:
+        raise NotImplementedError
+
+
+class _Stateless(_Leaf):
+    """A leaf without parameters (activations, pooling, reshapes, dropout)."""
+
+    @property
+    def params(self) -> int:
+        return 0
+
+
+class _Container(Layer):
+    """A spec made of child specs: its cost is the sum of the rows its walk yields."""
+
+    def cost(self, input_shape: Sequence[int], dtype: Any = "float32", input_grad: bool = True,
+             training: bool = True) -> tuple[Cost, Shape]:
+        rows, out, _ = self._walk(_as_shape(input_shape), "", input_grad,
+                                  _Walk(dtype, training, True))
+        fwd, bwd = Count(), Count()
+        for r in rows:
+            fwd, bwd = fwd + r.forward, bwd + r.backward
+        return Cost(self.type_name, fwd, bwd, sum(r.params for r in rows)), out
 
 
 def _named(owner: str, items: Sequence[Any]) -> tuple[tuple[str, ...], tuple[Layer, ...]]:
@@ -191,7 +202,7 @@ def _walk_children(names: Sequence[str], layers: Sequence[Layer], shape: Shape, 
 
 # -- containers ---------------------------------------------------------------------------
 @dataclass(frozen=True, init=False)
-class Sequential(Layer):
+class Sequential(_Container):
     """Layers applied in order. Items are layers or ``(name, layer)`` pairs; rows are named
     by their path (``"2.attn"``), with unnamed items numbered from 0."""
 
@@ -207,17 +218,13 @@ class Sequential(Layer):
     def params(self) -> int:
         return sum(layer.params for layer in self.layers)
 
-    def cost(self, input_shape: Sequence[int], dtype: Any = "float32", input_grad: bool = True,
-             training: bool = True) -> tuple[Cost, Shape]:
-        return _container_cost(self, input_shape, dtype, input_grad, training)
-
     def _walk(self, shape: Shape, path: str, needs_grad: bool,
               ctx: _Walk) -> tuple[list[LayerRow], Shape, bool]:
         return _walk_children(self.names, self.layers, shape, path, needs_grad, ctx)
 
 
 @dataclass(frozen=True, init=False)
-class Residual(Layer):
+class Residual(_Container):
     """``x + f(x)``: the layers (applied in order) form the branch ``f``; the skip adds the
     input back, an elementwise add shown as the row ``<path>.add``. ``shortcut`` (a layer,
     e.g. a strided 1x1 conv and a norm) transforms the skip first; its rows are under
@@ -241,10 +248,6 @@ class Residual(Layer):
         skip = self.shortcut.params if self.shortcut is not None else 0
         return sum(layer.params for layer in self.layers) + skip
 
-    def cost(self, input_shape: Sequence[int], dtype: Any = "float32", input_grad: bool = True,
-             training: bool = True) -> tuple[Cost, Shape]:
-        return _container_cost(self, input_shape, dtype, input_grad, training)
-
     def _walk(self, shape: Shape, path: str, needs_grad: bool,
               ctx: _Walk) -> tuple[list[LayerRow], Shape, bool]:
         rows, out, branch_grad = _walk_children(self.names, self.layers, shape, path,
@@ -266,7 +269,7 @@ class Residual(Layer):
 
 
 @dataclass(frozen=True, init=False)
-class Repeat(Layer):
+class Repeat(_Container):
     """``n`` independent copies of ``layer`` applied in order (e.g. 12 transformer blocks):
     parameters count ``n`` times; rows are ``<path>.0`` ... ``<path>.{n-1}``."""
 
@@ -283,10 +286,6 @@ class Repeat(Layer):
     def params(self) -> int:
         return self.n * self.layer.params
 
-    def cost(self, input_shape: Sequence[int], dtype: Any = "float32", input_grad: bool = True,
-             training: bool = True) -> tuple[Cost, Shape]:
-        return _container_cost(self, input_shape, dtype, input_grad, training)
-
     def _walk(self, shape: Shape, path: str, needs_grad: bool,
               ctx: _Walk) -> tuple[list[LayerRow], Shape, bool]:
         return _walk_children([str(i) for i in range(self.n)], [self.layer] * self.n, shape,
@@ -295,7 +294,7 @@ class Repeat(Layer):
 
 # -- leaves -------------------------------------------------------------------------------
 @dataclass(frozen=True)
-class Linear(Layer):
+class Linear(_Leaf):
     """``torch.nn.Linear``: input ``(..., in_features)``."""
 
     in_features: int
@@ -311,9 +310,7 @@ class Linear(Layer):
     def params(self) -> int:
         return self.in_features * self.out_features + (self.out_features if self.bias else 0)
 
-    def cost(self, input_shape: Sequence[int], dtype: Any = "float32", input_grad: bool = True,
-             training: bool = True) -> tuple[Cost, Shape]:
-        x = _as_shape(input_shape)
+    def _cost(self, x: Shape, dtype: Any, input_grad: bool, training: bool) -> tuple[Cost, Shape]:
         if not x or x[-1] != self.in_features:
             raise ValueError(f"expected input shape (..., {self.in_features}), got {x}")
         c = formulas.linear(self.in_features, self.out_features, batch=x[:-1], bias=self.bias,
@@ -321,7 +318,7 @@ class Linear(Layer):
         return c, x[:-1] + (self.out_features,)
 
 
-class _ConvMixin(Layer):
+class _ConvMixin(_Leaf):
     """What plain and transposed convolution specs share; the dataclasses below hold the
     fields, each in torch's argument order."""
 
@@ -336,6 +333,12 @@ class _ConvMixin(Layer):
 
     ndim: ClassVar[int] = 2
     transposed: ClassVar[bool] = False
+
+    def __init_subclass__(cls, ndim: int | None = None, **kwargs: Any) -> None:
+        """``class Conv3d(_ConvBase, ndim=3)``: a subclass names its spatial dimensions."""
+        super().__init_subclass__(**kwargs)
+        if ndim is not None:
+            cls.ndim = ndim
 
     def _validate(self) -> None:
         name = type(self).__name__
@@ -370,9 +373,7 @@ class _ConvMixin(Layer):
     def _extra(self) -> dict[str, Any]:
         return {}
 
-    def cost(self, input_shape: Sequence[int], dtype: Any = "float32", input_grad: bool = True,
-             training: bool = True) -> tuple[Cost, Shape]:
-        x = _as_shape(input_shape)
+    def _cost(self, x: Shape, dtype: Any, input_grad: bool, training: bool) -> tuple[Cost, Shape]:
         n = self.ndim
         if len(x) not in (n + 1, n + 2) or x[-n - 1] != self.in_channels:
             spatial = ", ".join(["*"] * n)
@@ -388,6 +389,9 @@ class _ConvMixin(Layer):
 
 @dataclass(frozen=True)
 class _ConvBase(_ConvMixin):
+    """Plain convolution; the subclasses below only set ``ndim`` (and stay frozen dataclasses,
+    inheriting the fields, ``__init__``, ``__eq__`` and ``__repr__``)."""
+
     in_channels: int
     out_channels: int
     kernel_size: int | tuple[int, ...]
@@ -401,29 +405,23 @@ class _ConvBase(_ConvMixin):
         self._validate()
 
 
-@dataclass(frozen=True)
-class Conv1d(_ConvBase):
+class Conv1d(_ConvBase, ndim=1):
     """``torch.nn.Conv1d``: input ``(N, C, L)`` or ``(C, L)``."""
 
-    ndim: ClassVar[int] = 1
 
-
-@dataclass(frozen=True)
-class Conv2d(_ConvBase):
+class Conv2d(_ConvBase, ndim=2):
     """``torch.nn.Conv2d``: input ``(N, C, H, W)`` or ``(C, H, W)``."""
 
-    ndim: ClassVar[int] = 2
 
-
-@dataclass(frozen=True)
-class Conv3d(_ConvBase):
+class Conv3d(_ConvBase, ndim=3):
     """``torch.nn.Conv3d``: input ``(N, C, D, H, W)`` or ``(C, D, H, W)``."""
-
-    ndim: ClassVar[int] = 3
 
 
 @dataclass(frozen=True)
 class _ConvTransposeBase(_ConvMixin):
+    """Transposed convolution, its fields in torch's order (``output_padding`` before
+    ``groups``, ``dilation`` last); the subclasses below only set ``ndim``."""
+
     in_channels: int
     out_channels: int
     kernel_size: int | tuple[int, ...]
@@ -444,30 +442,21 @@ class _ConvTransposeBase(_ConvMixin):
         return {"output_padding": self.output_padding}
 
 
-@dataclass(frozen=True)
-class ConvTranspose1d(_ConvTransposeBase):
+class ConvTranspose1d(_ConvTransposeBase, ndim=1):
     """``torch.nn.ConvTranspose1d``."""
 
-    ndim: ClassVar[int] = 1
 
-
-@dataclass(frozen=True)
-class ConvTranspose2d(_ConvTransposeBase):
+class ConvTranspose2d(_ConvTransposeBase, ndim=2):
     """``torch.nn.ConvTranspose2d``: ``(in, out, kernel_size, stride, padding,
     output_padding, groups, bias, dilation)``."""
 
-    ndim: ClassVar[int] = 2
 
-
-@dataclass(frozen=True)
-class ConvTranspose3d(_ConvTransposeBase):
+class ConvTranspose3d(_ConvTransposeBase, ndim=3):
     """``torch.nn.ConvTranspose3d``."""
 
-    ndim: ClassVar[int] = 3
-
 
 @dataclass(frozen=True)
-class MultiHeadAttention(Layer):
+class MultiHeadAttention(_Leaf):
     """Self-attention as ``torch.nn.MultiheadAttention(d_model, heads, bias=bias,
     batch_first=True)``: input ``(B, S, d_model)``, output the same shape. With ``causal``
     only the lower triangle of the score matrix is counted (see
@@ -491,9 +480,7 @@ class MultiHeadAttention(Layer):
         d = self.d_model
         return 4 * d * d + (4 * d if self.bias else 0)
 
-    def cost(self, input_shape: Sequence[int], dtype: Any = "float32", input_grad: bool = True,
-             training: bool = True) -> tuple[Cost, Shape]:
-        x = _as_shape(input_shape)
+    def _cost(self, x: Shape, dtype: Any, input_grad: bool, training: bool) -> tuple[Cost, Shape]:
         if len(x) != 3 or x[2] != self.d_model:
             raise ValueError(f"expected input shape (B, S, {self.d_model}), got {x}")
         c = formulas.attention(x[0], x[1], self.d_model, self.heads, causal=self.causal,
@@ -510,7 +497,7 @@ def _normalized_shape(owner: str, value: Any) -> Shape:
 
 
 @dataclass(frozen=True)
-class _TrailingNorm(Layer):
+class _TrailingNorm(_Leaf):
     """A norm over the trailing ``normalized_shape`` dimensions (LayerNorm, RMSNorm)."""
 
     normalized_shape: int | tuple[int, ...]
@@ -534,9 +521,7 @@ class _TrailingNorm(Layer):
     def _formula(self, x: Shape, norm: Shape, **kw: Any) -> Cost:
         raise NotImplementedError
 
-    def cost(self, input_shape: Sequence[int], dtype: Any = "float32", input_grad: bool = True,
-             training: bool = True) -> tuple[Cost, Shape]:
-        x = _as_shape(input_shape)
+    def _cost(self, x: Shape, dtype: Any, input_grad: bool, training: bool) -> tuple[Cost, Shape]:
         norm = self._norm
         if x[len(x) - len(norm):] != norm or len(x) < len(norm):
             raise ValueError(f"expected input shape (..., {', '.join(map(str, norm))}), got {x}")
@@ -562,7 +547,7 @@ class RMSNorm(_TrailingNorm):
 
 
 @dataclass(frozen=True)
-class _BatchNormBase(Layer):
+class _BatchNormBase(_Leaf):
     num_features: int
     affine: bool = True
 
@@ -576,9 +561,7 @@ class _BatchNormBase(Layer):
     def params(self) -> int:
         return 2 * self.num_features if self.affine else 0
 
-    def cost(self, input_shape: Sequence[int], dtype: Any = "float32", input_grad: bool = True,
-             training: bool = True) -> tuple[Cost, Shape]:
-        x = _as_shape(input_shape)
+    def _cost(self, x: Shape, dtype: Any, input_grad: bool, training: bool) -> tuple[Cost, Shape]:
         if len(x) not in self.ndims or x[1] != self.num_features:
             forms = " or ".join(
                 "(" + ", ".join(["N", str(self.num_features)] + ["*"] * (n - 2)) + ")"
@@ -611,7 +594,7 @@ class BatchNorm3d(_BatchNormBase):
 
 
 @dataclass(frozen=True)
-class GroupNorm(Layer):
+class GroupNorm(_Leaf):
     """``torch.nn.GroupNorm(num_groups, num_channels, affine=affine)``: input
     ``(N, C, *)``."""
 
@@ -630,9 +613,7 @@ class GroupNorm(Layer):
     def params(self) -> int:
         return 2 * self.num_channels if self.affine else 0
 
-    def cost(self, input_shape: Sequence[int], dtype: Any = "float32", input_grad: bool = True,
-             training: bool = True) -> tuple[Cost, Shape]:
-        x = _as_shape(input_shape)
+    def _cost(self, x: Shape, dtype: Any, input_grad: bool, training: bool) -> tuple[Cost, Shape]:
         if len(x) < 2 or x[1] != self.num_channels:
             raise ValueError(f"expected input shape (N, {self.num_channels}, *), got {x}")
         return formulas.group_norm(x, self.num_groups, affine=self.affine, dtype=dtype,
@@ -648,7 +629,7 @@ _ACTIVATION_NAMES = {
 
 
 @dataclass(frozen=True)
-class Activation(Layer):
+class Activation(_Stateless):
     """An activation function by name (one of ``formulas.ACTIVATIONS``); the output has the
     input's shape. ``ReLU()``, ``GELU()``, ``SiLU()``... build one."""
 
@@ -660,16 +641,10 @@ class Activation(Layer):
                              f"{', '.join(formulas.ACTIVATIONS)}")
 
     @property
-    def params(self) -> int:
-        return 0
-
-    @property
     def type_name(self) -> str:
         return _ACTIVATION_NAMES.get(self.kind, self.kind)
 
-    def cost(self, input_shape: Sequence[int], dtype: Any = "float32", input_grad: bool = True,
-             training: bool = True) -> tuple[Cost, Shape]:
-        x = _as_shape(input_shape)
+    def _cost(self, x: Shape, dtype: Any, input_grad: bool, training: bool) -> tuple[Cost, Shape]:
         return formulas.activation(self.kind, x, dtype=dtype, input_grad=input_grad), x
 
 
@@ -703,7 +678,7 @@ def GELU(approximate: str = "none") -> Activation:
 
 
 @dataclass(frozen=True)
-class Softmax(Layer):
+class Softmax(_Stateless):
     """``torch.nn.Softmax(dim)``."""
 
     dim: int
@@ -712,13 +687,7 @@ class Softmax(Layer):
     def __post_init__(self) -> None:
         _int(type(self).__name__, "dim", self.dim, minimum=-(1 << 62))
 
-    @property
-    def params(self) -> int:
-        return 0
-
-    def cost(self, input_shape: Sequence[int], dtype: Any = "float32", input_grad: bool = True,
-             training: bool = True) -> tuple[Cost, Shape]:
-        x = _as_shape(input_shape)
+    def _cost(self, x: Shape, dtype: Any, input_grad: bool, training: bool) -> tuple[Cost, Shape]:
         fn = formulas.log_softmax if self.log else formulas.softmax
         return fn(x, self.dim, dtype=dtype, input_grad=input_grad), x
 
@@ -739,7 +708,7 @@ def _pair(value: Any) -> Any:
     return value if isinstance(value, Sequence) else (value, value)
 
 
-class _Pool2dMixin(Layer):
+class _Pool2dMixin(_Stateless):
     """What the 2-d max and average pool specs share; the dataclasses below hold the fields,
     each in torch's argument order (average pooling has no dilation)."""
 
@@ -761,17 +730,11 @@ class _Pool2dMixin(Layer):
     def _dilation(self) -> int | tuple[int, int]:
         return 1
 
-    @property
-    def params(self) -> int:
-        return 0
-
     def _formula(self, x: Shape, kernel: Any, stride: Any, padding: Any, dilation: Any,
                  **kw: Any) -> Cost:
         raise NotImplementedError
 
-    def cost(self, input_shape: Sequence[int], dtype: Any = "float32", input_grad: bool = True,
-             training: bool = True) -> tuple[Cost, Shape]:
-        x = _as_shape(input_shape)
+    def _cost(self, x: Shape, dtype: Any, input_grad: bool, training: bool) -> tuple[Cost, Shape]:
         _pool_input(x)
         k, p, d = _pair(self.kernel_size), _pair(self.padding), _pair(self._dilation)
         s = None if self.stride is None else _pair(self.stride)
@@ -816,7 +779,7 @@ class AvgPool2d(_Pool2dMixin):
 
 
 @dataclass(frozen=True)
-class AdaptiveAvgPool2d(Layer):
+class AdaptiveAvgPool2d(_Stateless):
     """``torch.nn.AdaptiveAvgPool2d(output_size)``; None in ``output_size`` keeps that
     input dimension."""
 
@@ -834,13 +797,7 @@ class AdaptiveAvgPool2d(Layer):
         else:
             _int("AdaptiveAvgPool2d", "output_size", out)
 
-    @property
-    def params(self) -> int:
-        return 0
-
-    def cost(self, input_shape: Sequence[int], dtype: Any = "float32", input_grad: bool = True,
-             training: bool = True) -> tuple[Cost, Shape]:
-        x = _as_shape(input_shape)
+    def _cost(self, x: Shape, dtype: Any, input_grad: bool, training: bool) -> tuple[Cost, Shape]:
         _pool_input(x)
         size = _pair(self.output_size)
         out = tuple(x[-2 + i] if o is None else int(o) for i, o in enumerate(size))
@@ -849,7 +806,7 @@ class AdaptiveAvgPool2d(Layer):
 
 
 @dataclass(frozen=True)
-class Flatten(Layer):
+class Flatten(_Stateless):
     """``torch.nn.Flatten(start_dim, end_dim)``: a view, no arithmetic or traffic."""
 
     start_dim: int = 1
@@ -859,13 +816,7 @@ class Flatten(Layer):
         _int("Flatten", "start_dim", self.start_dim, minimum=-(1 << 62))
         _int("Flatten", "end_dim", self.end_dim, minimum=-(1 << 62))
 
-    @property
-    def params(self) -> int:
-        return 0
-
-    def cost(self, input_shape: Sequence[int], dtype: Any = "float32", input_grad: bool = True,
-             training: bool = True) -> tuple[Cost, Shape]:
-        x = _as_shape(input_shape)
+    def _cost(self, x: Shape, dtype: Any, input_grad: bool, training: bool) -> tuple[Cost, Shape]:
         n = len(x)
         start = self.start_dim + n if self.start_dim < 0 else self.start_dim
         end = self.end_dim + n if self.end_dim < 0 else self.end_dim
@@ -876,7 +827,7 @@ class Flatten(Layer):
 
 
 @dataclass(frozen=True)
-class Embedding(Layer):
+class Embedding(_Leaf):
     """``torch.nn.Embedding(num_embeddings, embedding_dim)``: the input shape is that of the
     indices; the output appends ``embedding_dim``."""
 
@@ -891,15 +842,13 @@ class Embedding(Layer):
     def params(self) -> int:
         return self.num_embeddings * self.embedding_dim
 
-    def cost(self, input_shape: Sequence[int], dtype: Any = "float32", input_grad: bool = True,
-             training: bool = True) -> tuple[Cost, Shape]:
-        x = _as_shape(input_shape)
+    def _cost(self, x: Shape, dtype: Any, input_grad: bool, training: bool) -> tuple[Cost, Shape]:
         c = formulas.embedding(self.num_embeddings, self.embedding_dim, x, dtype=dtype)
         return c, x + (self.embedding_dim,)
 
 
 @dataclass(frozen=True)
-class Dropout(Layer):
+class Dropout(_Stateless):
     """``torch.nn.Dropout(p)``: active in training mode only."""
 
     p: float = 0.5
@@ -909,20 +858,14 @@ class Dropout(Layer):
                 or not 0.0 <= self.p <= 1.0:
             raise ValueError(f"Dropout: p must be a probability in [0, 1], got {self.p!r}")
 
-    @property
-    def params(self) -> int:
-        return 0
-
-    def cost(self, input_shape: Sequence[int], dtype: Any = "float32", input_grad: bool = True,
-             training: bool = True) -> tuple[Cost, Shape]:
-        x = _as_shape(input_shape)
+    def _cost(self, x: Shape, dtype: Any, input_grad: bool, training: bool) -> tuple[Cost, Shape]:
         return formulas.dropout(x, self.p, training=training, dtype=dtype,
                                 input_grad=input_grad), x
 
 
 # -- analysis -----------------------------------------------------------------------------
 @dataclass(frozen=True)
-class LayerAnalysis(Totals):
+class LayerAnalysis(Totals, TextLines):
     """Per-layer rows and totals of a model described with layer specs.
 
     ``forward`` and ``backward`` are the summed Counts (``backward`` empty unless counted);
@@ -955,25 +898,20 @@ class LayerAnalysis(Totals):
                f"{self.dtype}, {mode}"]
         header = ("layer", "type", "input", "output", "params", "MACs", "FLOPs", "bytes",
                   "FLOP/B", "%FLOPs")
-        table = [header]
+        rows: list[tuple[str, ...]] = []
         for r in self.rows:
-            table.append((r.path or "(model)", r.type, _fmt_shape(r.input_shape),
+            rows.append((r.path or "(model)", r.type, _fmt_shape(r.input_shape),
                           _fmt_shape(r.output_shape), format_count(r.params),
                           format_count(r.macs), format_count(r.flops),
                           format_count(r.bytes, "B"), f"{r.intensity:.3g}",
                           f"{100 * r.share:.1f}"))
-        table.append(("total", "", _fmt_shape(self.input_shape), _fmt_shape(self.output_shape),
-                      format_count(self.params), format_count(self.macs),
-                      format_count(self.flops), format_count(self.bytes, "B"),
-                      f"{self.total.intensity:.3g}", "100.0"))
-        widths = [max(len(row[i]) for row in table) for i in range(len(header))]
-        left = (0, 1)
-        for i, row in enumerate(table):
-            cells = [c.ljust(w) if j in left else c.rjust(w)
-                     for j, (c, w) in enumerate(zip(row, widths))]
-            if i == len(table) - 1:
-                out.append("  " + "  ".join("-" * w for w in widths))
-            out.append("  " + "  ".join(cells).rstrip())
+        total = ("total", "", _fmt_shape(self.input_shape), _fmt_shape(self.output_shape),
+                 format_count(self.params), format_count(self.macs), format_count(self.flops),
+                 format_count(self.bytes, "B"), f"{self.total.intensity:.3g}", "100.0")
+        # A rule of dashes as wide as each column sets the total apart; being no wider than
+        # the column, it leaves the widths alone.
+        rule = tuple("-" * max(map(len, column)) for column in zip(header, *rows, total))
+        out += table(header, [*rows, rule, total], align="llrrrrrrrr")
         out.append(f"  forward:  {self.forward}")
         if self.counts_backward:
             out.append(f"  backward: {self.backward}")
@@ -981,9 +919,6 @@ class LayerAnalysis(Totals):
                        "with parameters run no backward)")
         out.append(f"  ({self.convention})")
         return out
-
-    def __str__(self) -> str:
-        return "\n".join(self.lines())
 
     def to_dict(self) -> dict[str, Any]:
         return {"input_shape": list(self.input_shape), "output_shape": list(self.output_shape),

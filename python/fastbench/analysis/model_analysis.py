@@ -3,7 +3,8 @@ estimate and the coverage report, with its printed table, its plain-data form an
 placement on a roofline.
 
 Plain data only: no torch here, so a saved analysis loads and prints where torch is absent.
-The analyzer that fills it in is ``torch_analyzer``.
+The analyzer that fills it in is :mod:`fastbench.pytorch.analyzer`; the cost records are
+:mod:`.costs`'.
 """
 
 from __future__ import annotations
@@ -12,8 +13,10 @@ import math
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from ..results import register_kind
-from .costs import CONVENTION, Count, Totals, format_count
+from ..report.lines import TextLines, note_lines
+from ..report.table import table
+from ..units import format_count
+from .costs import CONVENTION, Count, Totals
 
 __all__ = ["Coverage", "MemoryEstimate", "ModelAnalysis", "ModulePlacement", "ModuleRow",
            "Parameters", "UncountedOp"]
@@ -261,14 +264,14 @@ class ModulePlacement:
 
 
 @dataclass(frozen=True)
-class ModelAnalysis(Totals):
+class ModelAnalysis(Totals, TextLines):
     """FLOPs, MACs, bytes, parameters and memory of a model, per module.
 
     ``macs``, ``flops``, ``elementwise_flops`` and ``bytes`` are totals over every pass
     analysed (the forward, plus the backward when it was asked for); ``forward`` and
     ``backward`` hold each pass. ``params`` counts unique parameter elements (tied weights
     once). ``complete`` is False when an op that may bear FLOPs had no formula; ``coverage``
-    names it. The convention is ``counts.CONVENTION``.
+    names it. The convention is ``costs.CONVENTION``.
     """
 
     model: str
@@ -351,7 +354,7 @@ class ModelAnalysis(Totals):
         total_flops = self.flops or 1
         header = ("module", "type", "input", "output", "params", "MACs", "FLOPs", "bytes",
                   "FLOP/B", "%")
-        rows = []
+        rows: list[tuple[str, ...]] = []
         for row in self.modules:
             if max_depth is not None and row.depth > max_depth:
                 continue
@@ -362,19 +365,11 @@ class ModelAnalysis(Totals):
                          format_count(c.macs), format_count(c.flops), format_count(c.bytes, "B"),
                          f"{c.intensity:.3g}" if c.bytes else "-",
                          f"{100 * c.flops / total_flops:.1f}"))
-        widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
-        left = {0, 1, 2, 3}
-        for r in [header, *rows]:
-            out.append("  " + "  ".join(str(v).ljust(w) if i in left else str(v).rjust(w)
-                                        for i, (v, w) in enumerate(zip(r, widths))))
+        out += table(header, rows, align="llllrrrrrr")
         out += self.parameters.lines()
         out += self.memory.lines()
         out += self.coverage.lines()
-        out += [f"  note: {n}" for n in self.notes]
-        return out
-
-    def __str__(self) -> str:
-        return "\n".join(self.lines())
+        return out + note_lines(self.notes)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -405,6 +400,3 @@ class ModelAnalysis(Totals):
                 str(d.get("convention", CONVENTION)))
         except (KeyError, TypeError, ValueError) as e:
             raise ValueError(f"not a model analysis: {e!r}") from e
-
-
-register_kind("model_analysis", ModelAnalysis, ModelAnalysis.to_dict, ModelAnalysis.from_dict)

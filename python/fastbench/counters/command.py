@@ -22,9 +22,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 from .. import _core
-from . import CounterResult, CountersUnavailable, EventCount, check_events
-from ..results import register_kind
 from ..stats import summarize
+from .events import CounterResult, CountersUnavailable, EventCount, check_events
 
 __all__ = ["DEFAULT_EVENTS", "EventStat", "StatResult", "stat_command"]
 
@@ -247,6 +246,3 @@ def stat_command(
     }
     return StatResult(command, stats, {n: unavailable[n] for n in names if n in unavailable},
                       tuple(elapsed), tuple(codes), read_path)
-
-
-register_kind("stat", StatResult, StatResult.to_dict, StatResult.from_dict)

@@ -1,10 +1,12 @@
-"""Analyse a PyTorch model: run it once under a TorchDispatchMode, count every aten op with
-``aten_ops``, attribute each to the module that ran it (forward) or whose forward built the
-autograd node being run (backward), and gather parameters by storage, the tensors autograd
-saves and the coverage of the count.
+"""Analyse a PyTorch model: the FLOP and byte counting consumer of :mod:`.dispatch`. Each
+aten op the dispatch layer delivers, with its module and pass, is counted with ``aten_ops``;
+beside the counts come parameters by storage, the tensors autograd saves, storage lifetimes
+(the inference peak) and the coverage of the count.
 
-Owns the run and the attribution; per-op arithmetic is ``aten_ops``'s and the result type
-``model_analysis``'s. Imports torch: the package loads it only when ``analyze`` is called.
+Owns the tallies and the assembly of the result; running the model and attributing ops to
+modules is :mod:`.dispatch`'s, per-op arithmetic :mod:`.aten_ops`', the result type
+:mod:`fastbench.analysis.model_analysis`'. Imports torch: the package loads it only when
+``analyze`` is called.
 """
 
 from __future__ import annotations
@@ -14,13 +16,12 @@ from collections import Counter, defaultdict
 from typing import Any, Iterator, Mapping, Sequence
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_flatten
 
-from . import aten_ops
 from ..analysis.costs import Count
-from ..analysis.model_analysis import (Coverage, MemoryEstimate, ModelAnalysis, ModuleRow, Parameters,
-                             UncountedOp)
+from ..analysis.model_analysis import (Coverage, MemoryEstimate, ModelAnalysis, ModuleRow,
+                                       Parameters, UncountedOp)
+from . import aten_ops
+from .dispatch import Dispatcher, Modules, OpEvent, tensors
 
 __all__ = ["analyze"]
 
@@ -30,15 +31,6 @@ _MAX_SHAPES_KEPT = 8
 
 def _storage_key(t: torch.Tensor) -> int:
     return int(t.untyped_storage()._cdata)
-
-
-def _tensors(tree: Any) -> list[torch.Tensor]:
-    leaves, _ = tree_flatten(tree)
-    return [x for x in leaves if isinstance(x, torch.Tensor)]
-
-
-def _shapes(tree: Any) -> tuple[tuple[int, ...], ...]:
-    return tuple(tuple(int(s) for s in t.shape) for t in _tensors(tree))
 
 
 def _dtype_name(dtype: Any) -> str:
@@ -56,17 +48,17 @@ def _union_length(intervals: list[tuple[int, int]]) -> int:
     return total
 
 
-def _unique_elements(tensors: Sequence[torch.Tensor]) -> tuple[int, dict[int, list[int]]]:
-    """Unique elements over ``tensors`` counted by storage (views and tied weights once);
-    also the indices of the tensors sharing each storage."""
+def _unique_elements(group: Sequence[torch.Tensor]) -> tuple[int, dict[int, list[int]]]:
+    """Unique elements over the tensors of ``group`` counted by storage (views and tied
+    weights once); also the indices of the tensors sharing each storage."""
     by_storage: dict[int, list[int]] = defaultdict(list)
-    for i, t in enumerate(tensors):
+    for i, t in enumerate(group):
         by_storage[_storage_key(t)].append(i)
     total = 0
     for idx in by_storage.values():
         spans = []
         for i in idx:
-            t = tensors[i]
+            t = group[i]
             # The span of storage the tensor reaches (its numel when contiguous; a strided
             # view's extent bounds it). Empty tensors reach nothing.
             extent = 0 if t.numel() == 0 else \
@@ -87,102 +79,36 @@ def _parameters(model: torch.nn.Module) -> Parameters:
     for name, p in named:
         names_by_id[id(p)].append(name)
         unique[id(p)] = p
-    tensors = list(unique.values())
-    total, by_storage = _unique_elements(tensors)
-    trainable = _unique_elements([t for t in tensors if t.requires_grad])[0]
+    distinct = list(unique.values())
+    total, by_storage = _unique_elements(distinct)
+    trainable = _unique_elements([t for t in distinct if t.requires_grad])[0]
     tied = []
     for idx in by_storage.values():
-        names = [n for i in idx for n in names_by_id[id(tensors[i])]]
+        names = [n for i in idx for n in names_by_id[id(distinct[i])]]
         if len(names) > 1:
             tied.append(tuple(names))
-    by_dtype = _unique_bytes_by_dtype(tensors)
+    by_dtype = _unique_bytes_by_dtype(distinct)
     buffers = list({id(b): b for _, b in model.named_buffers(remove_duplicate=False)}.values())
     return Parameters(total, trainable, total - trainable, _unique_elements(buffers)[0],
                       sum(by_dtype.values()), sum(_unique_bytes_by_dtype(buffers).values()),
                       by_dtype, tuple(tied), sum(p.numel() for _, p in named))
 
 
-def _unique_bytes_by_dtype(tensors: Sequence[torch.Tensor]) -> dict[str, int]:
-    """Bytes of the unique storage ``tensors`` reach, per dtype."""
+def _unique_bytes_by_dtype(group: Sequence[torch.Tensor]) -> dict[str, int]:
+    """Bytes of the unique storage the tensors of ``group`` reach, per dtype."""
     out: dict[str, int] = {}
-    for dtype in sorted({t.dtype for t in tensors}, key=str):
-        same = [t for t in tensors if t.dtype == dtype]
+    for dtype in sorted({t.dtype for t in group}, key=str):
+        same = [t for t in group if t.dtype == dtype]
         out[_dtype_name(dtype)] = _unique_elements(same)[0] * same[0].element_size()
     return out
 
 
-# -- attribution ------------------------------------------------------------------------------
-class _Modules:
-    """Which module is running. Forward: a stack kept by global module hooks. Backward: every
-    autograd node is owned by the innermost module whose forward built it, found by walking the
-    graph back from each module's outputs when it returns, stopping at its inputs' nodes and
-    at nodes already owned (those of inner modules, which return first)."""
-
-    def __init__(self, root: torch.nn.Module) -> None:
-        self.paths: dict[int, str] = {}
-        self.types: dict[str, str] = {}
-        for name, m in root.named_modules():
-            self.paths[id(m)] = name
-            self.types[name] = type(m).__name__
-        self.stack: list[str] = [""]
-        self.boundaries: list[set[Any]] = []
-        self.owner: dict[Any, str] = {}
-        self.calls: Counter[str] = Counter()
-        self.inputs: dict[str, tuple[tuple[int, ...], ...]] = {}
-        self.outputs: dict[str, tuple[tuple[int, ...], ...]] = {}
-
-    def path_of(self, module: torch.nn.Module) -> str:
-        path = self.paths.get(id(module))
-        if path is None:   # a module built during the forward, outside the model's tree
-            parent = self.stack[-1]
-            path = f"{parent}.<{type(module).__name__}>" if parent else f"<{type(module).__name__}>"
-            self.types[path] = type(module).__name__
-        return path
-
-    def _pre(self, module: torch.nn.Module, args: Any) -> None:
-        path = self.path_of(module)
-        self.stack.append(path)
-        self.calls[path] += 1
-        self.inputs.setdefault(path, _shapes(args))
-        self.boundaries.append({t.grad_fn for t in _tensors(args) if t.grad_fn is not None})
-
-    def _post(self, module: torch.nn.Module, args: Any, output: Any) -> None:
-        path = self.stack.pop() if len(self.stack) > 1 else ""
-        boundary = self.boundaries.pop() if self.boundaries else set()
-        self.outputs.setdefault(path, _shapes(output))
-        todo = [t.grad_fn for t in _tensors(output) if t.grad_fn is not None]
-        while todo:
-            node = todo.pop()
-            if node is None or node in self.owner or node in boundary:
-                continue
-            self.owner[node] = path
-            todo.extend(fn for fn, _ in node.next_functions)
-
-    def current(self) -> str:
-        node = torch._C._current_autograd_node()
-        if node is not None:
-            return self.owner.get(node, "")
-        return self.stack[-1]
-
-    @contextlib.contextmanager
-    def hooked(self) -> Iterator[None]:
-        from torch.nn.modules.module import (register_module_forward_hook,
-                                             register_module_forward_pre_hook)
-        handles = [register_module_forward_pre_hook(self._pre),
-                   register_module_forward_hook(self._post)]
-        try:
-            yield
-        finally:
-            for h in handles:
-                h.remove()
-
-
 # -- counting ---------------------------------------------------------------------------------
 class _Tally:
-    """Counts per (module, pass), op calls, uncounted ops and storage lifetimes."""
+    """The consumer of the dispatch layer's events: counts per (module, pass), op calls,
+    uncounted ops and storage lifetimes."""
 
-    def __init__(self, modules: _Modules, excluded_storages: set[int]) -> None:
-        self.modules = modules
+    def __init__(self, excluded_storages: set[int]) -> None:
         self.forward: dict[str, Count] = defaultdict(Count)
         self.backward: dict[str, Count] = defaultdict(Count)
         self.ops: Counter[str] = Counter()
@@ -194,19 +120,18 @@ class _Tally:
         self.born: dict[int, tuple[int, int]] = {}     # storage -> (step, bytes)
         self.last_use: dict[int, int] = {}
 
-    def record(self, func: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any],
-               out: Any) -> None:
-        name = func.overloadpacket.__name__
-        namespace = func.namespace
+    def record(self, e: OpEvent) -> None:
+        namespace = e.func.namespace
         if namespace == "prim":
             return
-        qual = name if namespace == "aten" else f"{namespace}.{name}"
+        qual = e.name
         self.ops[qual] += 1
-        count = aten_ops.count_op(func, args, kwargs, out) if namespace == "aten" else None
-        backward = torch._C._current_graph_task_id() != -1
+        count = (aten_ops.count_op(e.func, e.args, e.kwargs, e.outputs)
+                 if namespace == "aten" else None)
+        backward = e.phase == "backward"
         if count is None:
             self.unknown[qual] += 1
-            outs = _tensors(out)
+            outs = tensors(e.outputs)
             shapes = self.unknown_shapes[qual]
             for t in outs:
                 if len(shapes) < _MAX_SHAPES_KEPT and tuple(t.shape) not in shapes:
@@ -214,19 +139,18 @@ class _Tally:
             if any(t.is_floating_point() or t.is_complex() for t in outs):
                 self.unknown_floating[qual] = True
         elif count:
-            path = self.modules.current()
             table = self.backward if backward else self.forward
-            table[path] = table[path] + count
+            table[e.module] = table[e.module] + count
         if not backward:
-            self._lifetimes(args, kwargs, out)
+            self._lifetimes(e.args, e.kwargs, e.outputs)
 
     def _lifetimes(self, args: tuple[Any, ...], kwargs: Mapping[str, Any], out: Any) -> None:
         self.step += 1
-        for t in _tensors((args, kwargs)):
+        for t in tensors((args, kwargs)):
             key = _storage_key(t)
             if key in self.born:
                 self.last_use[key] = self.step
-        for t in _tensors(out):
+        for t in tensors(out):
             key = _storage_key(t)
             if key in self.excluded:
                 continue
@@ -249,25 +173,10 @@ class _Tally:
         return peak
 
 
-class _CountingMode(TorchDispatchMode):  # type: ignore[misc]
-    """Sees every aten op below autograd. Composite ops without a formula are decomposed so
-    their pieces are counted (inference_mode dispatches composites such as linear whole)."""
-
-    def __init__(self, tally: _Tally) -> None:
-        super().__init__()
-        self.tally = tally
-
-    def __torch_dispatch__(self, func: Any, types: Any, args: tuple[Any, ...] = (),
-                           kwargs: Mapping[str, Any] | None = None) -> Any:
-        kwargs = kwargs or {}
-        if func.namespace == "aten" and not aten_ops.is_known(func.overloadpacket.__name__):
-            with self:
-                r = func.decompose(*args, **kwargs)
-            if r is not NotImplemented:
-                return r
-        out = func(*args, **kwargs)
-        self.tally.record(func, args, kwargs, out)
-        return out
+def _decompose(func: Any) -> bool:
+    """Composite aten ops without a formula are decomposed so that their pieces are counted
+    (inference_mode dispatches composites such as linear whole)."""
+    return bool(func.namespace == "aten" and not aten_ops.is_known(func.overloadpacket.__name__))
 
 
 @contextlib.contextmanager
@@ -290,7 +199,7 @@ def _check(model: Any, inputs: Sequence[Any], backward: bool, grad_mode: str) ->
         raise ValueError(f"grad_mode must be one of {', '.join(GRAD_MODES)}, got {grad_mode!r}")
     if backward and grad_mode != "grad":
         raise ValueError(f"backward=True needs grad_mode='grad', got {grad_mode!r}")
-    if not _tensors(list(inputs)):
+    if not tensors(list(inputs)):
         raise ValueError("give the model's inputs: at least one tensor (use device='meta' "
                          "tensors to analyse without allocating)")
 
@@ -333,10 +242,10 @@ def analyze(model: Any, *inputs: Any, backward: bool = False, grad_mode: str = "
     params = _parameters(model)
     param_storages = {_storage_key(p) for p in model.parameters()}
     param_storages |= {_storage_key(b) for b in model.buffers()}
-    input_tensors = _tensors((list(inputs), kwargs))
+    input_tensors = tensors((list(inputs), kwargs))
     input_storages = {_storage_key(t) for t in input_tensors}
-    modules = _Modules(model)
-    tally = _Tally(modules, param_storages | input_storages)
+    tally = _Tally(param_storages | input_storages)
+    dispatcher = Dispatcher(model, tally.record, decompose=_decompose)
     saved: dict[int, int] = {}
 
     def pack(t: torch.Tensor) -> torch.Tensor:
@@ -347,15 +256,15 @@ def analyze(model: Any, *inputs: Any, backward: bool = False, grad_mode: str = "
 
     saving = torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t) \
         if grad_mode == "grad" else contextlib.nullcontext()
-    with modules.hooked(), _grad_mode(grad_mode), saving, _CountingMode(tally):
-        output = model(*inputs, **kwargs)
-    outputs = _tensors(output)
+    with _grad_mode(grad_mode), saving:
+        output = dispatcher.forward(*inputs, **kwargs)
+    outputs = tensors(output)
     peak = tally.peak_live_bytes({_storage_key(t) for t in outputs})
     notes: list[str] = []
     backward_count: Count | None = None
     if backward:
-        backward_count = _run_backward(model, outputs, tally, notes)
-    rows = _rows(model, modules, tally)
+        backward_count = _run_backward(dispatcher, outputs, tally, notes)
+    rows = _rows(model, dispatcher.modules, tally)
     forward_total = sum(tally.forward.values(), Count())
     # One gradient per unique trainable element (tied weights share theirs).
     trainable_bytes = sum(_unique_bytes_by_dtype(
@@ -374,23 +283,24 @@ def analyze(model: Any, *inputs: Any, backward: bool = False, grad_mode: str = "
         coverage=Coverage(dict(sorted(tally.ops.items())), uncounted), notes=tuple(notes))
 
 
-def _run_backward(model: torch.nn.Module, outputs: list[torch.Tensor], tally: _Tally,
+def _run_backward(dispatcher: Dispatcher, outputs: list[torch.Tensor], tally: _Tally,
                   notes: list[str]) -> Count:
     """Gradients of the outputs (seeded with ones) with respect to the trainable parameters,
     counted; torch.autograd.grad leaves every ``.grad`` as it was."""
-    params = [p for p in {id(p): p for p in model.parameters()}.values() if p.requires_grad]
+    params = [p for p in {id(p): p for p in dispatcher.model.parameters()}.values()
+              if p.requires_grad]
     roots = [t for t in outputs if t.requires_grad and (t.is_floating_point() or t.is_complex())]
     if not roots or not params:
         notes.append("backward not counted: " + ("no output requires grad" if not roots
                                                  else "no trainable parameters"))
         return Count()
     seeds = [torch.ones_like(t) for t in roots]
-    with _CountingMode(tally):   # module hooks do not fire in backward: nodes say the module
+    with dispatcher.recording():
         torch.autograd.grad(roots, params, seeds, allow_unused=True)
     return sum(tally.backward.values(), Count())
 
 
-def _rows(model: torch.nn.Module, modules: _Modules, tally: _Tally) -> tuple[ModuleRow, ...]:
+def _rows(model: torch.nn.Module, modules: Modules, tally: _Tally) -> tuple[ModuleRow, ...]:
     """One row per module in the model's order (plus any built during the forward), counts
     summed over each module's subtree."""
     paths = list(modules.types)

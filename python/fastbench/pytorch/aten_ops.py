@@ -20,10 +20,10 @@ import math
 from typing import Any, Callable, Iterable, Mapping
 
 import torch
-from torch.utils._pytree import tree_flatten
 
 from ..analysis.costs import Count
 from ..analysis.formulas import ELEMENTWISE_FLOPS
+from .dispatch import tensors
 
 __all__ = ["Handler", "NO_ARITHMETIC", "count_op", "is_known", "tensor_bytes", "unique_numel"]
 
@@ -45,20 +45,15 @@ def tensor_bytes(t: torch.Tensor) -> int:
     return unique_numel(t) * int(t.element_size())
 
 
-def _tensors(tree: Any) -> list[torch.Tensor]:
-    leaves, _ = tree_flatten(tree)
-    return [x for x in leaves if isinstance(x, torch.Tensor)]
-
-
 def _io_bytes(args: Iterable[Any], out: Any) -> tuple[int, int]:
     """Bytes read (every distinct tensor argument once) and written (every result)."""
     seen: set[int] = set()
     read = 0
-    for t in _tensors(list(args)):
+    for t in tensors(list(args)):
         if id(t) not in seen:
             seen.add(id(t))
             read += tensor_bytes(t)
-    written = sum(tensor_bytes(t) for t in _tensors(out))
+    written = sum(tensor_bytes(t) for t in tensors(out))
     return read, written
 
 

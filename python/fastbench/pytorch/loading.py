@@ -1,7 +1,7 @@
 """Build a model and its inputs from a command line: ``MODULE:FACTORY`` (a dotted module or a
 ``path/to/file.py``), factory keyword arguments, input shapes and dtypes, and a device.
 
-Owns name resolution and input construction only; the analysis is ``torch_analyzer``'s.
+Owns name resolution and input construction only; the analysis is :mod:`.analyzer`'s.
 Imports torch when called.
 """
 

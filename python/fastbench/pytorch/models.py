@@ -73,6 +73,17 @@ def _heads_divide(width: int, heads: int) -> None:
         raise ValueError(f"width {width} is not divisible by heads {heads}")
 
 
+def _encoder_sizes(layers: Any, width: Any, heads: Any, mlp_dim: Any, attention: Any,
+                   dropout: Any) -> dict[str, Any]:
+    """The checked keyword arguments every transformer model takes: blocks, width, heads
+    (dividing the width), MLP width (4 x width when None), attention mode and dropout."""
+    width, heads = _positive_int("width", width), _positive_int("heads", heads)
+    _heads_divide(width, heads)
+    return {"layers": _positive_int("layers", layers), "width": width, "heads": heads,
+            "mlp_dim": 4 * width if mlp_dim is None else _positive_int("mlp_dim", mlp_dim),
+            "attention": _attention_mode(attention), "dropout": _probability("dropout", dropout)}
+
+
 def _float_dtype(module: Any) -> Any:
     """The dtype of ``module``'s first floating-point parameter (float32 if it has none)."""
     for p in module.parameters():
@@ -433,7 +444,19 @@ class VisionTransformer(_ImageModel):
 
 # -- language models ----------------------------------------------------------------------
 
-class GPT2(nn.Module):  # type: ignore[misc]
+class _TokenModel(nn.Module):  # type: ignore[misc]
+    """Shared example input of the language models: random token ids."""
+
+    vocab_size: int
+    max_positions: int
+
+    def example_input(self, batch: int = 1, device: Any = None) -> tuple[Any, ...]:
+        """Random token ids of shape (batch, min(128, max_positions)), int64."""
+        return (_token_ids(batch, min(_EXAMPLE_TOKENS, self.max_positions), self.vocab_size,
+                           device),)
+
+
+class GPT2(_TokenModel):
     """GPT-2: token (wte) plus learned position (wpe) embeddings, causal pre-norm blocks
     (GELU tanh approximation, LayerNorm eps 1e-5), final LayerNorm, LM head sharing wte's
     weight. Token ids (B, T) in, logits (B, T, vocab) out."""
@@ -462,13 +485,8 @@ class GPT2(nn.Module):  # type: ignore[misc]
             x = block(x)
         return self.lm_head(self.ln_f(x))
 
-    def example_input(self, batch: int = 1, device: Any = None) -> tuple[Any, ...]:
-        """Random token ids of shape (batch, min(128, max_positions)), int64."""
-        return (_token_ids(batch, min(_EXAMPLE_TOKENS, self.max_positions), self.vocab_size,
-                           device),)
 
-
-class BERT(nn.Module):  # type: ignore[misc]
+class BERT(_TokenModel):
     """BERT's encoder (Hugging Face's BertModel): word + position + token-type embeddings,
     LayerNorm (eps 1e-12), post-norm layers (exact GELU), pooler Linear + tanh on the first
     token. Token ids (B, T) in, ``(hidden states (B, T, d), pooled (B, d))`` out; no padding
@@ -504,11 +522,6 @@ class BERT(nn.Module):  # type: ignore[misc]
         for layer in self.layers:
             x = layer(x)
         return x, torch.tanh(self.pooler(x[:, 0]))
-
-    def example_input(self, batch: int = 1, device: Any = None) -> tuple[Any, ...]:
-        """Random token ids of shape (batch, min(128, max_positions)), int64."""
-        return (_token_ids(batch, min(_EXAMPLE_TOKENS, self.max_positions), self.vocab_size,
-                           device),)
 
 
 # -- small models -------------------------------------------------------------------------
@@ -687,15 +700,10 @@ def vit_b_16(num_classes: int = 1000, image_size: int = 224, attention: str = "m
     patch_size = _positive_int("patch_size", patch_size)
     if image_size % patch_size:
         raise ValueError(f"image_size {image_size} is not a multiple of patch_size {patch_size}")
-    width, heads = _positive_int("width", width), _positive_int("heads", heads)
-    _heads_divide(width, heads)
-    return VisionTransformer(
-        image_size=image_size, patch_size=patch_size, layers=_positive_int("layers", layers),
-        width=width, heads=heads,
-        mlp_dim=4 * width if mlp_dim is None else _positive_int("mlp_dim", mlp_dim),
-        num_classes=_positive_int("num_classes", num_classes),
-        attention=_attention_mode(attention), dropout=_probability("dropout", dropout),
-        device=device, dtype=dtype)
+    sizes = _encoder_sizes(layers, width, heads, mlp_dim, attention, dropout)
+    return VisionTransformer(image_size=image_size, patch_size=patch_size,
+                             num_classes=_positive_int("num_classes", num_classes), **sizes,
+                             device=device, dtype=dtype)
 
 
 @_with_example_input
@@ -725,13 +733,9 @@ def gpt2_small(vocab_size: int = 50257, max_positions: int = 1024, attention: st
         In train mode; int64 token ids (B, T <= max_positions) in, logits (B, T, vocab_size)
         out. Example input (B, 128).
     """
-    width, heads = _positive_int("width", width), _positive_int("heads", heads)
-    _heads_divide(width, heads)
+    sizes = _encoder_sizes(layers, width, heads, mlp_dim, attention, dropout)
     return GPT2(vocab_size=_positive_int("vocab_size", vocab_size),
-                max_positions=_positive_int("max_positions", max_positions),
-                layers=_positive_int("layers", layers), width=width, heads=heads,
-                mlp_dim=4 * width if mlp_dim is None else _positive_int("mlp_dim", mlp_dim),
-                attention=_attention_mode(attention), dropout=_probability("dropout", dropout),
+                max_positions=_positive_int("max_positions", max_positions), **sizes,
                 device=device, dtype=dtype)
 
 
@@ -763,14 +767,10 @@ def bert_base(vocab_size: int = 30522, attention: str = "sdpa", *, max_positions
         In train mode; int64 token ids (B, T <= max_positions) in, ``(hidden states
         (B, T, width), pooled (B, width))`` out. Example input (B, 128).
     """
-    width, heads = _positive_int("width", width), _positive_int("heads", heads)
-    _heads_divide(width, heads)
+    sizes = _encoder_sizes(layers, width, heads, mlp_dim, attention, dropout)
     return BERT(vocab_size=_positive_int("vocab_size", vocab_size),
                 max_positions=_positive_int("max_positions", max_positions),
-                type_vocab_size=_positive_int("type_vocab_size", type_vocab_size),
-                layers=_positive_int("layers", layers), width=width, heads=heads,
-                mlp_dim=4 * width if mlp_dim is None else _positive_int("mlp_dim", mlp_dim),
-                attention=_attention_mode(attention), dropout=_probability("dropout", dropout),
+                type_vocab_size=_positive_int("type_vocab_size", type_vocab_size), **sizes,
                 device=device, dtype=dtype)
 
 

@@ -8,7 +8,7 @@ table and the warning record without importing the formatters above them.
 
 from __future__ import annotations
 
-from .table import Table, table
+from .table import Table
 from .warnings import SEVERITIES, WarningRecord
 
-__all__ = ["SEVERITIES", "Table", "WarningRecord", "table"]
+__all__ = ["SEVERITIES", "Table", "WarningRecord"]

@@ -44,7 +44,7 @@ class BandwidthResult:
     gb_per_s: float
     threads: int
     passes: int
-    isa: str
+    isa: str  # the path the passes ran: "avx2" or "portable" (see gemm_isa)
 
 
 @dataclass(frozen=True)
@@ -52,7 +52,7 @@ class PeakResult:
     """Peak floating-point rate of independent FMA chains (plus adds with ``add_mix``)."""
 
     dtype: str
-    isa: str
+    isa: str  # the path the chains ran: "avx2" or "portable" (see gemm_isa)
     add_mix: bool
     threads: int
     flops_per_s: float
@@ -93,7 +93,13 @@ def _float_array(x: Any, name: str, ndim: int, dtypes: Sequence[np.dtype[Any]]) 
 
 
 def gemm_isa() -> str:
-    """The GEMM code path on this machine: "avx2+fma" or "portable"."""
+    """The instruction set GEMM runs on this machine: "avx2" (AVX2 with FMA) or "portable".
+
+    Every kernel runs the widest path it has that the CPU and the OS allow, and names it
+    with one scheme ("portable", "avx2", "avx512"). No kernel has AVX-512 code yet, so
+    AVX-512 machines report "avx2". Results written before this scheme say "avx2+fma" for
+    GEMM and FMA peaks; it is the same path.
+    """
     return _core.gemm_isa()
 
 

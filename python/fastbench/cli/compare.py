@@ -1,0 +1,92 @@
+"""`fastbench compare`: saved results files against a baseline file (matched by benchmark
+name), or statements measured in interleaved rounds; exits EXIT_SLOWER when --fail-slower
+finds a significant slowdown.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from ..comparison import Comparison, compare, compare_measurements
+from ..measurement import Measurement
+from ..report.text import comparison_lines
+from ..results import load_any, save
+from .output import out
+
+__all__ = ["EXIT_SLOWER", "cmd_compare"]
+
+# Exit status of `compare` when a significant slowdown beyond --fail-slower was found
+# (1 is any error, 2 a usage error).
+EXIT_SLOWER = 3
+
+
+def _slowdowns(comparisons: Sequence[Comparison], fail_slower: float | None) -> list[str]:
+    """Candidates found significantly slower by more than ``fail_slower`` percent."""
+    if fail_slower is None:
+        return []
+    return [f"{name} ({r.rel_diff_pct:+.2f}%)" for c in comparisons for name, r in c.results.items()
+            if r.verdict == "slower" and r.rel_diff_pct > fail_slower]
+
+
+def _file_comparisons(paths: Sequence[str], args: argparse.Namespace) -> list[Comparison]:
+    """Compare saved results: the first file is the baseline, matched by benchmark name.
+
+    Files holding one measurement each are compared whatever their names; otherwise each
+    benchmark of the baseline file is compared with the same name in the other files.
+    """
+    loaded = [(Path(p).name, load_any(p)) for p in paths]
+    (base_label, base), cands = loaded[0], loaded[1:]
+
+    def judge(baseline: Measurement, found: dict[str, Measurement], label: str) -> Comparison:
+        return compare_measurements(baseline, found, baseline_name=label, alpha=args.alpha,
+                                    min_effect=args.min_effect, correction=args.correction)
+
+    if len(base) == 1 and all(len(c) == 1 for _, c in cands):
+        singles: dict[str, Measurement] = {}
+        for label, c in cands:
+            key = label if label not in singles and label != base_label else f"{label}#{len(singles) + 2}"
+            singles[key] = next(iter(c.values()))
+        return [judge(next(iter(base.values())), singles, base_label)]
+    found_all = []
+    for name, m in base.items():
+        found = {label: c[name] for label, c in cands if name in c}
+        if found:
+            found_all.append(judge(m, found, f"{name} @ {base_label}"))
+        else:
+            out(f"{name}: in no candidate file, skipped")
+    return found_all
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    if args.run:
+        if args.files:
+            raise ValueError("give either result files or --run statements, not both")
+        if len(args.run) < 2:
+            raise ValueError("--run needs at least two statements")
+        variants = {f"[{i}] {stmt}": stmt for i, stmt in enumerate(args.run)}
+        setup = "\n".join(args.setup) or "pass"
+        c = compare(variants, baseline=next(iter(variants)), rounds=args.rounds,
+                    min_time_s=args.min_time, max_time_s=args.max_time, clock=args.clock,
+                    alpha=args.alpha, min_effect=args.min_effect, correction=args.correction,
+                    setup=setup, globals={})
+        comparisons = [c]
+        if args.output:
+            save(c, args.output)
+    else:
+        if len(args.files) < 2:
+            raise ValueError("compare needs a baseline file and at least one candidate file "
+                             "(or --run STMT STMT ...)")
+        comparisons = _file_comparisons(args.files, args)
+    for i, c in enumerate(comparisons):
+        out(([""] if i else []) + comparison_lines(c))
+    if args.output and args.run:
+        out(f"saved to {args.output}")
+    slower = _slowdowns(comparisons, args.fail_slower)
+    if slower:
+        print(f"error: significantly slower by more than {args.fail_slower}%: "
+              f"{', '.join(slower)}", file=sys.stderr)
+        return EXIT_SLOWER
+    return 0

@@ -1,0 +1,38 @@
+"""Option groups that several subcommands share (clock, sample time, time budget, setup
+statements, output file), so each is spelled, defaulted and explained one way. Adds
+arguments to a parser only; the commands read them.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+__all__ = ["add_clock", "add_max_time", "add_min_time", "add_output", "add_setup"]
+
+CLOCKS = ["auto", "tsc", "steady"]
+
+
+def add_clock(p: argparse.ArgumentParser) -> None:
+    """``--clock {auto,tsc,steady}``, default auto."""
+    p.add_argument("--clock", default="auto", choices=CLOCKS)
+
+
+def add_min_time(p: argparse.ArgumentParser, default_s: float) -> None:
+    """``--min-time SECONDS``: the duration of one sample."""
+    p.add_argument("--min-time", type=float, default=default_s,
+                   help=f"seconds per sample (default {default_s:g})")
+
+
+def add_max_time(p: argparse.ArgumentParser, help: str) -> None:
+    """``--max-time SECONDS``: a time budget, none by default."""
+    p.add_argument("--max-time", type=float, default=None, help=help)
+
+
+def add_setup(p: argparse.ArgumentParser, help: str) -> None:
+    """``-s/--setup STMT``, repeatable; the statements are joined by newlines."""
+    p.add_argument("-s", "--setup", action="append", default=[], help=help)
+
+
+def add_output(p: argparse.ArgumentParser, help: str) -> None:
+    """``-o/--output FILE``: where the result is saved."""
+    p.add_argument("-o", "--output", help=help)

@@ -1,0 +1,132 @@
+"""The one argparse parser of the fastbench command line: a subcommand per action, each
+bound to its module's ``cmd_<name>``. Declares arguments only; shared option groups are
+:mod:`.options`'.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from .. import __version__
+from ..timing import DEFAULT_DURATION_S, DEFAULT_SAMPLE_S
+from .analyze import cmd_analyze
+from .compare import EXIT_SLOWER, cmd_compare
+from .info import cmd_info
+from .options import add_clock, add_max_time, add_min_time, add_output, add_setup
+from .roofline import cmd_roofline
+from .stat import cmd_stat
+from .timeit import cmd_timeit
+from .tour import cmd_tour
+
+__all__ = ["build_parser"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of ``fastbench [--version] [--debug] COMMAND ...``; each subcommand sets
+    ``func`` to the function that runs it."""
+    parser = argparse.ArgumentParser(
+        prog="fastbench", description="Honest performance measurement: timing, clocks, noise checks."
+    )
+    parser.add_argument("--version", action="version", version=f"fastbench {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser("info", help="machine, clocks and noise checks")
+    p.set_defaults(func=cmd_info)
+
+    p = sub.add_parser("timeit", help="time a statement, like python -m timeit")
+    p.add_argument("stmt", nargs="*", help="statement(s) to time (joined by newlines)")
+    add_setup(p, "setup statement (repeatable)")
+    p.add_argument("-n", "--number", type=int, default=None, help="loops per sample (default: calibrated)")
+    p.add_argument("-r", "--repeat", type=int, default=100,
+                   help="minimum counted samples (default 100)")
+    p.add_argument("-w", "--warmup", type=int, default=1, help="warmup samples (default 1)")
+    add_min_time(p, DEFAULT_SAMPLE_S)
+    p.add_argument("--duration", type=float, default=DEFAULT_DURATION_S,
+                   help=f"minimum seconds of counted samples (default {DEFAULT_DURATION_S:g}; "
+                   "0 stops at --repeat)")
+    add_clock(p)
+    add_max_time(p, "time budget in seconds")
+    p.add_argument("--target-rel-ci", type=float, default=None,
+                   help="sample until the median's 95%% CI is within this fraction (e.g. 0.01)")
+    add_output(p, "save the measurement to this JSON file")
+    p.set_defaults(func=cmd_timeit)
+
+    p = sub.add_parser("compare", help="A/B: compare saved results, or statements interleaved",
+                       description="Compare BASE.json with CAND.json ... (saved by fastbench, "
+                       "pyperf or pytest-benchmark), or measure --run statements interleaved. "
+                       f"Exits {EXIT_SLOWER} when --fail-slower finds a significant slowdown.")
+    p.add_argument("files", nargs="*", help="baseline file, then candidate files")
+    p.add_argument("--run", nargs="+", metavar="STMT", help="statements to measure (first = baseline)")
+    add_setup(p, "setup for --run (repeatable)")
+    p.add_argument("--rounds", type=int, default=100, help="interleaved rounds for --run (default 100)")
+    add_min_time(p, 0.001)
+    add_max_time(p, "time budget for the rounds")
+    add_clock(p)
+    p.add_argument("--alpha", type=float, default=0.05, help="significance level (default 0.05)")
+    p.add_argument("--min-effect", type=float, default=0.01,
+                   help="smallest relative difference called a change (default 0.01)")
+    p.add_argument("--correction", default="holm", choices=["holm", "bh", "none"])
+    p.add_argument("--fail-slower", type=float, default=None, metavar="PCT",
+                   help=f"exit {EXIT_SLOWER} if a candidate is significantly slower by more than PCT%%")
+    add_output(p, "save the --run comparison to this JSON file")
+    p.set_defaults(func=cmd_compare)
+
+    p = sub.add_parser("tour", help="a first run: info, then a few measurements")
+    add_output(p, "also write the report to this file")
+    p.set_defaults(func=cmd_tour)
+
+    p = sub.add_parser(
+        "roofline", help="calibrate this machine's compute and memory ceilings",
+        description="Measure FMA peak, FMA+ADD peak and GEMM (GFLOP/s) and STREAM triad "
+        "bandwidth per cache level (GB/s); the result is cached per machine and fastbench "
+        "version.")
+    p.add_argument("--quick", action="store_true", help="a few seconds: one size per level")
+    p.add_argument("--threads", type=int, default=None, help="threads (default: all cores)")
+    p.add_argument("--no-cache", action="store_true", help="measure even if a cached result exists")
+    p.add_argument("--plot", help="write a log-log roofline plot (needs matplotlib)")
+    add_output(p, "save the roofline to this JSON file")
+    p.set_defaults(func=cmd_roofline)
+
+    p = sub.add_parser(
+        "analyze", help="FLOPs, MACs, bytes, parameters and memory of a PyTorch model",
+        description="Build MODULE:FACTORY (e.g. fastbench.analysis.models:resnet50 or "
+        "./net.py:Net), run it once on the inputs and count every aten op per module. Needs "
+        "torch. --device meta analyses a large model without allocating it.")
+    p.add_argument("model", metavar="MODULE:FACTORY")
+    p.add_argument("--input-shape", action="append", default=[], metavar="SHAPE",
+                   help="an input's shape, e.g. 1,3,224,224 (repeat for several inputs; default: "
+                   "the factory's example_input)")
+    p.add_argument("--input-dtype", action="append", default=[], metavar="DTYPE",
+                   help="torch dtype of each input (default float32; int64 for token ids)")
+    p.add_argument("--batch", type=int, default=None,
+                   help="batch size of the factory's example input (default 1)")
+    p.add_argument("--arg", action="append", default=[], metavar="KEY=VALUE",
+                   help="keyword argument of the factory (repeatable), e.g. attention=explicit")
+    p.add_argument("--device", default="meta", help="device to build on (default meta)")
+    p.add_argument("--backward", action="store_true", help="also count the backward pass")
+    p.add_argument("--grad-mode", default="grad", choices=["grad", "no_grad", "inference_mode"])
+    p.add_argument("--eval", action="store_true", help="put the model in eval mode first")
+    p.add_argument("--depth", type=int, default=2,
+                   help="module depth shown in the table (default 2; -1 for all)")
+    p.add_argument("--roofline", action="store_true",
+                   help="place each module on this machine's roofline (a quick calibration, cached)")
+    add_output(p, "save the analysis to this JSON file")
+    p.set_defaults(func=cmd_analyze)
+
+    p = sub.add_parser(
+        "stat", help="count events over a command, like perf stat",
+        description="Run CMD --repeat times with counters inherited by its processes and "
+        "threads; print each event's mean ± 95%% CI, running fraction, derived metrics, and "
+        "one line per event that cannot be counted here with the reason. Exits with the "
+        "command's status when a run fails.")
+    p.add_argument("-e", "--events", action="append", default=[],
+                   help="comma-separated events (default: perf stat's set); see fastbench info")
+    p.add_argument("-r", "--repeat", type=int, default=5, help="runs of the command (default 5)")
+    p.add_argument("--simulate", action="store_true",
+                   help="also run it once under valgrind cachegrind: exact instruction counts "
+                   "and simulated cache misses, with the cache sizes fastbench detects")
+    add_output(p, "save the result to this JSON file")
+    p.add_argument("cmd", nargs=argparse.REMAINDER, help="-- CMD ARGS...")
+    p.set_defaults(func=cmd_stat)
+    return parser

@@ -1,0 +1,142 @@
+"""`fastbench tour`: the newcomer's first run. Prints `info`, then times two small workloads
+and a native spin of known duration, compares three variants, calibrates the roofline and
+places two workloads on it, analyses three small models and tracks a region's memory; it
+can write the whole report to a file. The measuring is the library's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+from typing import Callable
+
+import numpy as np
+
+from .. import _core, memory, roofline
+from ..analysis import analyze, format_count, specs
+from ..analysis.layers import analyze_layers
+from ..comparison import compare
+from ..report.text import comparison_lines, measurement_lines
+from ..roofline import kernels
+from ..timing import measure
+from ..units import format_ns
+from .info import info_lines
+from .output import out
+from .roofline import calibration_progress
+
+__all__ = ["cmd_tour"]
+
+
+def _tour_analysis(roof: roofline.Roofline, batch: int = 8) -> list[str]:
+    """The three small models counted from layer specs (no framework), placed on the
+    roofline; with torch, the same models counted again from their aten ops; a region's peak
+    memory."""
+    lines = [f"- layer specs (no framework), batch {batch}, one training step; roofline bound "
+             "from the step's FLOPs and bytes (float32, DRAM):"]
+    steps = {}
+    for name, build in specs.SPECS.items():
+        spec, shape = build(batch)
+        la = analyze_layers(spec, shape, backward=True)
+        steps[name] = la
+        c = la.total
+        attainable = roof.attainable(c.intensity, "float32", "DRAM")
+        bound = roof.bound(c.intensity, "float32", "DRAM")
+        lines.append(f"  {name:<18} {la.params:>9,} params  {format_count(c.macs, 'MACs'):>12}  "
+                     f"{format_count(c.flops, 'FLOPs'):>12}  {format_count(c.bytes, 'B'):>10}  "
+                     f"{c.intensity:6.1f} FLOP/B  >= {format_ns(c.flops / attainable)} ({bound})")
+    lines += ["- the transformer block, layer by layer:"]
+    lines += ["  " + line for line in steps["transformer_block"].lines()]
+    if importlib.util.find_spec("torch") is None:
+        lines.append("- PyTorch is not installed: with it, fastbench.analysis.analyze and "
+                     "`fastbench analyze` count any nn.Module from the aten ops it runs")
+    else:
+        from ..pytorch import models  # imports torch
+
+        lines.append("- the same models in PyTorch, counted from the aten ops they run "
+                     "(fastbench.analysis.analyze, forward + backward):")
+        for name, la in steps.items():
+            model = getattr(models, name)()
+            a = analyze(model, *model.example_input(batch), backward=True)
+            same = "equal" if a.macs == la.macs and a.params == la.params else "DIFFERENT"
+            lines.append(f"  {name:<18} {a.params:>9,} params  {format_count(a.macs, 'MACs'):>12}  "
+                         f"{format_count(a.flops, 'FLOPs'):>12}  MACs and params {same}; "
+                         f"{sum(a.coverage.ops.values())} aten calls, "
+                         f"{'complete' if a.complete else 'INCOMPLETE'}")
+    with memory.track() as m:
+        block = np.ones(64 << 17)          # 64 MiB of float64, touched
+        m.snapshot("allocated")
+        del block
+    lines.append("- fastbench.memory.track() around allocating and freeing 64 MiB of numpy:")
+    lines += ["  " + line for line in m.lines()]
+    return lines
+
+
+def _tour_workloads() -> list[tuple[str, Callable[[], object]]]:
+    data = list(range(1000, 0, -1))
+    return [("sorted(1000 ints)", lambda: sorted(data)), ("sum(range(1000))", lambda: sum(range(1000)))]
+
+
+def _tour_placements(roof: roofline.Roofline) -> list[str]:
+    """A GEMM and a triad, measured and placed on the roofline."""
+    n = 256
+    a = np.ones((n, n), dtype=np.float32)
+    result = np.empty_like(a)
+    m = measure(kernels.gemm, a, a, result, name="gemm 256")
+    # Each operand read once and the result written once: the least traffic GEMM can do.
+    gemm = roof.place(m, flops=2.0 * n**3, bytes=3.0 * n * n * 4, dtype="float32", level="L2")
+    size = 1 << 22  # 4 Mi elements per array: 96 MiB moved, far beyond the caches
+    x, y, z = (np.ones(size) for _ in range(3))
+    m = measure(lambda: np.add(y, np.multiply(z, 3.0, out=x), out=x), name="numpy triad")
+    # Two ufunc passes: x = 3·z reads z and writes x, x = y + x reads y and x and writes x.
+    triad = roof.place(m, flops=2.0 * size, bytes=5.0 * size * 8, dtype="float64", level="DRAM")
+    return ["- fastbench GEMM n=256 float32, operands in L2", *gemm.lines(),
+            "- numpy x = y + 3·z on 4 Mi float64 (two ufunc passes, 5 sweeps of 32 MiB)",
+            *triad.lines()]
+
+
+def cmd_tour(args: argparse.Namespace) -> int:
+    lines = ["fastbench tour: what this machine offers and how fastbench measures it", ""]
+    lines += info_lines()
+    out(lines)
+    timed = ["", "Timing two small workloads (fastbench.measure, native loop)"]
+    out(timed)
+    for label, fn in _tour_workloads():
+        block = [f"- {label}", *measurement_lines(measure(fn, name=label))]
+        out(block)
+        timed += block
+    spin_ns = 1000.0
+    m = measure(_core.make_spin(spin_ns), name="native 1 µs spin")
+    truth = _core.spin_duration_ns(spin_ns)
+    block = [
+        "- native spin of known duration (accuracy check)",
+        *measurement_lines(m),
+        f"  true duration {truth:.1f} ns; net error {(m.net_median_ns / truth - 1) * 100:+.2f}%",
+    ]
+    out(block)
+    timed += block
+    data = list(range(300, 0, -1))
+    block = ["", "A/B comparison (fastbench.compare: interleaved rounds, paired test)"]
+    out(block)
+    c = compare({"sorted(copy)": lambda: sorted(data), "list.sort(copy)": lambda: list(data).sort(),
+                 "sorted(copy) again": lambda: sorted(data)},
+                baseline="sorted(copy)", rounds=12, min_time_s=0.003)
+    block += comparison_lines(c)
+    out(comparison_lines(c))
+    timed += block
+    block = ["", "Roofline (fastbench.roofline.calibrate(quick=True), then two workloads placed)"]
+    out(block)
+    roof = roofline.calibrate(quick=True, progress=calibration_progress())
+    placed = roof.lines() + _tour_placements(roof)
+    out(placed)
+    timed += block + placed
+    block = ["", "Model analysis (fastbench.analysis: FLOPs, MACs, bytes, parameters; "
+             "fastbench.memory: peak memory)"]
+    out(block)
+    analysed = _tour_analysis(roof)
+    out(analysed)
+    timed += block + analysed
+    if args.output:
+        with open(args.output, "w", encoding="utf-8") as fh:
+            fh.write("\n".join(lines + timed) + "\n")
+        out(f"\nreport written to {args.output}")
+    return 0

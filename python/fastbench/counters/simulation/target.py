@@ -1,0 +1,116 @@
+"""What simulate() runs: a command line, checked before valgrind starts, or a callable named
+by module and qualified name so that a fresh Python under valgrind can import it, plus the
+driver that process runs. Refuses, with the reason and what to pass instead, callables
+that cannot be named (lambdas, closures, bound methods, partials).
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import os
+import shlex
+import shutil
+import sys
+from functools import partial
+from typing import Any, Callable, Sequence, Union
+
+__all__ = ["DRIVER", "TargetArg", "callable_spec", "check_program", "command_argv"]
+
+# Runs inside valgrind, twice, with the same text; only the spec file (same path length)
+# differs, and within it only the number of calls, so the two processes do the same work
+# up to the calls. sys.path comes first so that the target's module imports as it does here.
+DRIVER = """\
+import pickle, sys
+with open(sys.argv[1], "rb") as f:
+    spec = pickle.load(f)
+sys.path[:] = spec["sys_path"] + [p for p in sys.path if p not in spec["sys_path"]]
+if spec["main_path"] is None:
+    import importlib
+    obj = importlib.import_module(spec["module"])
+else:
+    import runpy, types
+    obj = types.ModuleType("__mp_main__")
+    obj.__dict__.update(runpy.run_path(spec["main_path"], run_name="__mp_main__"))
+    sys.modules["__main__"] = sys.modules["__mp_main__"] = obj
+for name in spec["qualname"].split("."):
+    obj = getattr(obj, name)
+args = pickle.loads(spec["args"])
+for _ in range(spec["calls"]):
+    obj(*args)
+"""
+
+TargetArg = Union[str, Sequence[str], Callable[..., object]]
+
+
+def command_argv(target: str | Sequence[Any]) -> list[str]:
+    """The argv of a command given as a list, or as a str split like a shell would."""
+    argv = shlex.split(target) if isinstance(target, str) else list(target)
+    if not argv:
+        raise ValueError("the command is empty")
+    for item in argv:
+        if not isinstance(item, (str, os.PathLike)):
+            raise TypeError(f"a command must be a list of str, got an item {item!r} of type "
+                            f"{type(item).__name__}")
+    return [os.fsdecode(a) for a in argv]
+
+
+def check_program(program: str) -> None:
+    """FileNotFoundError now, rather than valgrind's exit status 127 later."""
+    if os.sep in program:
+        if not os.access(program, os.X_OK):
+            raise FileNotFoundError(f"command {program!r} does not exist or is not executable")
+    elif shutil.which(program) is None:
+        raise FileNotFoundError(f"command {program!r} not found on PATH")
+
+
+def _reject(fn: object, why: str) -> TypeError:
+    name = getattr(fn, "__qualname__", None) or type(fn).__name__
+    return TypeError(
+        f"cannot simulate {name!r}: {why}. The callable runs in a fresh Python process under "
+        "valgrind, which imports it by module and qualified name, so pass a module-level "
+        "function (with picklable arguments), or a command such as "
+        "[sys.executable, 'script.py']"
+    )
+
+
+def callable_spec(fn: Callable[..., object]) -> tuple[str, str, str | None]:
+    """(module, qualname, main script path or None) naming ``fn``, checked to resolve to it."""
+    if isinstance(fn, partial):
+        raise _reject(fn, "a functools.partial has no importable name; pass its arguments "
+                          "to simulate() instead")
+    if inspect.ismethod(fn) and not isinstance(fn.__self__, type):
+        raise _reject(fn, "it is a method bound to an object the new process cannot rebuild; "
+                          "simulate(Class.method, obj) passes a picklable obj as an argument")
+    module = getattr(fn, "__module__", None)
+    qualname = getattr(fn, "__qualname__", None)
+    if inspect.isbuiltin(fn) and isinstance(getattr(fn, "__name__", None), str):
+        # Extension functions (pybind11's among them) carry a binding-internal __qualname__;
+        # a module-level one is found by its __name__.
+        qualname = fn.__name__
+    if not isinstance(module, str) or not isinstance(qualname, str):
+        raise _reject(fn, "it has no module and qualified name (a callable object?)")
+    if "<lambda>" in qualname:
+        raise _reject(fn, "a lambda has no name to import it by")
+    if "<locals>" in qualname:
+        raise _reject(fn, "it is defined inside a function (a closure or local function), so "
+                          "it cannot be imported")
+    main_path: str | None = None
+    if module == "__main__":
+        main_file = getattr(sys.modules.get("__main__"), "__file__", None)
+        if not main_file:
+            raise _reject(fn, "it is defined in an interactive session, which has no file to "
+                              "import it from")
+        main_path = os.path.abspath(main_file)
+    obj: Any = sys.modules.get(module)
+    try:
+        if obj is None:
+            obj = importlib.import_module(module)
+        for part in qualname.split("."):
+            obj = getattr(obj, part)
+    except (ImportError, AttributeError):
+        obj = None
+    if obj is not fn and obj != fn:
+        raise _reject(fn, f"{module}.{qualname} does not name this object (was it replaced "
+                          "or wrapped by a decorator without functools.wraps?)")
+    return module, qualname, main_path

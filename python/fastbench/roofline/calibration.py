@@ -1,0 +1,263 @@
+"""Calibrating this machine's roofline: the plan (which kernels, working sets and threads),
+the GEMM ceiling timed with the native timing loop, the per-machine cache on disk, and
+``place`` on the calibrated roofline.
+
+The kernels are :mod:`.kernels`' and the cache sizes :mod:`fastbench.machine`'s; nothing
+here prints: progress goes to the ``progress`` callable the caller passes (the CLI's bar is
+:func:`fastbench.report.progress.progress_bar`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from .. import _core
+from .._version import __version__
+from ..machine import caches, machine_info
+from ..measurement import Measurement
+from ..report.progress import Progress
+from ..timing.callables import measure
+from . import kernels
+from .model import DTYPES, LEVELS, Placement, Roofline
+
+__all__ = ["CACHE_VERSION", "Progress", "cache_path", "calibrate", "place"]
+
+# Bump when what calibrate() measures or how it stores it changes: older cache files are
+# then recalibrated rather than read.
+# 1: first layout. 2: quick calibrations measure DRAM at the full working set too.
+CACHE_VERSION = 2
+# The DRAM working set: far beyond any last-level cache, whatever the machine reports.
+_DRAM_MIN_BYTES = 256 << 20
+
+
+def _machine() -> dict[str, Any]:
+    info = machine_info()
+    return {
+        "cpu_model": info.cpu_model, "logical_cores": info.logical_cores,
+        "caches": [f"L{c.level} {c.kind} {c.size_bytes}" for c in info.caches],
+        "gemm_isa": _core.gemm_isa(),
+    }
+
+
+def _level_sizes(threads: int, quick: bool) -> dict[str, list[int]]:
+    """Working sets (all arrays, all threads) that sit in each level, from the caches.
+
+    Per-core caches (L1, L2) hold one thread's slice each; a shared L3 holds all slices.
+    Each level gets sizes between the level below and a fraction of its own, so the
+    plateau is measured away from both edges.
+    """
+    data = {c.level: c for c in caches() if c.kind in ("Data", "Unified")}
+    l1 = data[1].size_bytes if 1 in data else 32 << 10
+    l2 = data[2].size_bytes if 2 in data else 512 << 10
+    l3 = data[3].size_bytes if 3 in data else 8 << 20
+    shared3 = data[3].shared_by_cpus if 3 in data and data[3].shared_by_cpus else threads
+    per_l3 = l3 * min(threads, shared3) // max(shared3, 1)  # what these threads share
+    plan = {
+        "L1": [l1 // 4 * threads, l1 // 2 * threads],
+        "L2": [max(2 * l1, l2 // 4) * threads, l2 // 2 * threads],
+        "L3": [max(2 * l2 * threads, per_l3 // 8), per_l3 // 3],
+        "DRAM": [max(_DRAM_MIN_BYTES, 8 * l3)],
+    }
+    if quick:
+        plan = {k: v[-1:] for k, v in plan.items()}
+    return plan
+
+
+def _gemm_gflops(dtype: str, n: int, threads: int, duration_s: float) -> float:
+    """GFLOP/s of an ``n``-cubed GEMM: 2 n³ FLOPs over the median time of one call.
+
+    Timed by ``fastbench.measure``, one call per sample (a call lasts milliseconds, far
+    above the clock's resolution), over at least 3 samples and ``duration_s``; the warmup
+    sample pays the packing buffers and page faults. Sampling stops after 2 x
+    ``duration_s`` even if interference held most of it.
+    """
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((n, n)).astype(dtype)
+    b = rng.standard_normal((n, n)).astype(dtype)
+    out = np.empty((n, n), dtype=dtype)
+    m = measure(kernels.gemm, a, b, out, threads=threads, warmup=1, loops=1, repeat=3,
+                duration_s=duration_s, max_time_s=2 * duration_s, name=f"gemm {dtype} n={n}")
+    return 2.0 * n**3 / m.median_ns
+
+
+def cache_path(threads: int, dtypes: Sequence[str], quick: bool) -> Path:
+    """Where calibrate() keeps its result for these settings on this machine.
+
+    ``$FASTBENCH_CACHE_DIR``, else ``$XDG_CACHE_HOME/fastbench``, else ``~/.cache/fastbench``.
+    The name hashes the CPU model, the logical cores, the fastbench version and the settings,
+    so a different CPU or version never reads another's ceilings.
+    """
+    return _cache_path(_machine(), threads, dtypes, quick)
+
+
+def _cache_path(m: Mapping[str, Any], threads: int, dtypes: Sequence[str], quick: bool) -> Path:
+    base = os.environ.get("FASTBENCH_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
+        "fastbench")
+    key = json.dumps([CACHE_VERSION, __version__, m["cpu_model"], m["logical_cores"],
+                      m["caches"], m["gemm_isa"], threads, list(dtypes), quick])
+    digest = hashlib.sha256(key.encode()).hexdigest()[:16]
+    return Path(base) / f"roofline-{digest}.json"
+
+
+def _load_cached(path: Path, machine: Mapping[str, Any]) -> Roofline | None:
+    try:
+        data = json.loads(path.read_text())
+        if data.get("cache_version") != CACHE_VERSION:
+            return None
+        r = Roofline.from_dict(data["roofline"])
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None  # absent, unreadable or stale: calibrate afresh
+    if r.fastbench_version != __version__ or r.machine.get("cpu_model") != machine["cpu_model"]:
+        return None
+    return r
+
+
+def _store(path: Path, r: Roofline) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".roofline-", suffix=".json")
+        with os.fdopen(fd, "w") as f:
+            json.dump({"cache_version": CACHE_VERSION, "roofline": r.to_dict()}, f)
+        os.replace(tmp, path)
+    except OSError:
+        pass  # a read-only home keeps the result in memory only
+
+
+def _progress(progress: Progress | bool | None) -> Progress | None:
+    if progress is True:
+        raise TypeError("calibrate(progress=True): fastbench does not print; pass a "
+                        "callable(done, total, what), e.g. fastbench.report.progress."
+                        "progress_bar(sys.stderr, 'roofline'), or None for no progress")
+    return None if progress is None or progress is False else progress
+
+
+def calibrate(threads: int | None = None, dtypes: Iterable[str] = DTYPES, quick: bool = False,
+              *, cache: bool = True,
+              progress: Progress | bool | None = None) -> Roofline:
+    """Measure this machine's compute and memory ceilings.
+
+    Parameters
+    ----------
+    threads : int, optional
+        Threads for every kernel; None means all cores.
+    dtypes : iterable of {"float32", "float64"}
+        Compute ceilings to measure.
+    quick : bool
+        One working set per level and shorter timings: a few seconds instead of ~10-15.
+    cache : bool
+        Read and write the per-machine cache (``cache_path()``); False always measures.
+    progress : callable(done, total, what), optional
+        Called before each step with the steps done, their total and the step's name, and
+        once more at the end with ``done == total``. None (or False) reports nothing;
+        nothing is ever printed (a terminal bar:
+        ``fastbench.report.progress.progress_bar(sys.stderr, "roofline")``).
+
+    Returns
+    -------
+    Roofline
+
+    Raises
+    ------
+    ValueError
+        An unknown or empty ``dtypes``, fewer than 1 thread.
+    TypeError
+        ``progress=True``: the library does not draw a bar itself.
+    """
+    nthreads = _core.hardware_threads() if threads is None else kernels._threads(threads)
+    dts = tuple(dict.fromkeys(dtypes))
+    for dt in dts:
+        if dt not in DTYPES:
+            raise ValueError(f"dtypes must be among {', '.join(DTYPES)}, got {dt!r}")
+    if not dts:
+        raise ValueError("dtypes is empty")
+    show = _progress(progress)
+    machine = _machine()
+    path = _cache_path(machine, nthreads, dts, quick)
+    if cache:
+        cached = _load_cached(path, machine)
+        if cached is not None:
+            return cached
+
+    peak_s = 0.03 if quick else 0.15
+    bw_s = 0.02 if quick else 0.08
+    gemm_n = 512 if quick else 1024
+    sizes = _level_sizes(nthreads, quick)
+    steps: list[tuple[str, Callable[[], None]]] = []
+    compute: dict[str, float] = {}
+    memory: dict[str, float] = {}
+    sweep: list[tuple[int, float, str]] = []
+    notes: list[str] = []
+
+    def peak_step(dt: str, mix: bool) -> Callable[[], None]:
+        def run() -> None:
+            r = kernels.peak_flops(dt, nthreads, add_mix=mix, min_time_s=peak_s)
+            compute[f"{'fma+add' if mix else 'fma'} {dt}"] = r.gflops
+            expect = (f" of {r.expected_flops_per_cycle:.0f} expected"
+                      if r.expected_flops_per_cycle > 0 else "")
+            notes.append(f"{'fma+add' if mix else 'fma'} {dt}: {r.flops_per_cycle:.1f} "
+                         f"FLOP/cycle per core{expect} ({r.isa}, core at {r.core_hz / 1e9:.2f} GHz)")
+            if r.efficiency is not None and not 0.5 <= r.efficiency <= 1.15:
+                notes.append(f"warning: {dt} peak is {r.efficiency:.0%} of what {r.isa} "
+                             "promises: the calibration may be broken or the machine busy")
+        return run
+
+    def gemm_step(dt: str) -> Callable[[], None]:
+        def run() -> None:
+            compute[f"gemm {dt}"] = _gemm_gflops(dt, gemm_n, nthreads, peak_s)
+        return run
+
+    def level_step(level: str, nbytes: int) -> Callable[[], None]:
+        def run() -> None:
+            r = kernels.bandwidth("triad", nbytes, nthreads, bw_s)
+            sweep.append((nbytes, r.gb_per_s, level))
+        return run
+
+    for dt in dts:
+        steps.append((f"FMA peak {dt}", peak_step(dt, False)))
+        steps.append((f"FMA+ADD peak {dt}", peak_step(dt, True)))
+        steps.append((f"GEMM {dt} n={gemm_n}", gemm_step(dt)))
+    for level in LEVELS:
+        for nbytes in sizes[level]:
+            steps.append((f"triad {level} {nbytes >> 10} KiB", level_step(level, nbytes)))
+
+    t0 = time.perf_counter()  # the calibration's own wall time, reported beside the ceilings
+    for i, (what, run) in enumerate(steps):
+        if show is not None:
+            show(i, len(steps), what)
+        run()
+    if show is not None:
+        show(len(steps), len(steps), "done")
+    for level in LEVELS:
+        values = [g for _, g, lv in sweep if lv == level]
+        # The plateau: the best size of the level (smaller sizes pay loop overheads, larger
+        # ones spill into the next level).
+        memory[level] = max(values)
+    # An FMA+ADD mix that gains nothing is not a separate ceiling.
+    for dt in dts:
+        if compute[f"fma+add {dt}"] < compute[f"fma {dt}"] * 1.02:
+            notes.append(f"fma+add {dt} gains nothing over fma alone here "
+                         "(adds share the FMA pipes)")
+    r = Roofline(compute, memory, nthreads, quick, machine, sweep=tuple(sweep),
+                 notes=tuple(notes), calibration_s=time.perf_counter() - t0)
+    if cache:
+        _store(path, r)
+    return r
+
+
+def place(measurement: Measurement | None = None, *, flops: float, bytes: float,
+          seconds: float | None = None, dtype: str = "float32", level: str = "DRAM",
+          ceiling: str | None = None, roofline: Roofline | None = None) -> Placement:
+    """Place a workload on ``roofline`` (by default this machine's, from the cache or a
+    fresh ``calibrate()``). See ``Roofline.place``."""
+    r = roofline if roofline is not None else calibrate()
+    return r.place(measurement, flops=flops, bytes=bytes, seconds=seconds, dtype=dtype,
+                   level=level, ceiling=ceiling)

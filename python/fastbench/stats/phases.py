@@ -1,0 +1,179 @@
+"""Interference phases in a time series of samples: which stretches ran at the machine's
+undisturbed speed. A pure function on sample arrays; nothing here measures.
+
+On a shared machine (a VM, a laptop on battery, a CI runner) the speed of the same code
+changes in phases: for tens of milliseconds to seconds another tenant or the hypervisor takes
+part of the core and every sample in that stretch runs slower, often 5-100% slower. The
+median of all samples then reports the share of time spent in such phases, which changes
+from run to run. :func:`quiet_phases` cuts the samples, in the order taken, into windows,
+takes each window's median, and calls a window *quiet* when its median is within a tolerance
+of the fastest window's. The tolerance grows with the statistical uncertainty of a
+window's median, so a workload whose samples merely scatter is not split into phases.
+
+A steady trend is not interference: when the window medians rise (or fall) with time
+almost monotonically (Kendall's tau of at least 0.8 against the window order), the workload
+itself drifts (a growing data structure, a cache warming up) and every sample is quiet;
+``fastbench.stats.summarize`` reports the drift.
+
+Samples are never dropped: the result is a mask; the caller keeps every sample.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from .._checks import check_int
+from .samples import as_samples
+
+__all__ = ["Phases", "quiet_phases", "timing_phases", "window_for"]
+
+# Windows below this many samples give too noisy a median to classify.
+MIN_WINDOW = 8
+# Fewer windows than this and there is no level to compare with: every sample is quiet.
+MIN_WINDOWS = 8
+# A window is disturbed when its median exceeds the fastest window's median (the level) by
+# more than the larger of this...
+MIN_TOLERANCE = 0.02
+# ...and this many standard errors of a window median (from the windows' own spread). The
+# fastest of ~100 window medians lies about 2.5 standard errors below their centre, so 6
+# leaves a window of undisturbed samples beyond the tolerance only 3.5 errors out.
+TOLERANCE_SE = 6.0
+# Wall time of one window when sizing windows from the sample duration.
+WINDOW_S = 0.01
+# Window medians this monotonic in time (Kendall's tau against the window order) are a
+# drift of the workload, not phases of the machine.
+DRIFT_TAU = 0.8
+
+
+@dataclass(frozen=True)
+class Phases:
+    """Which samples ran in quiet phases.
+
+    Attributes
+    ----------
+    quiet : ndarray of bool
+        One flag per sample, in input order: True when its window was quiet.
+    window : int
+        Samples per window (the last window may be shorter or longer, see quiet_phases).
+    level : float
+        The undisturbed level: the smallest window median.
+    tolerance : float
+        Relative excess over ``level`` still counted as quiet.
+    windows : int
+        Number of windows; 0 when there were too few samples to look for phases.
+    trend : float
+        Kendall's tau of the window medians against their order (0.0 without windows); at
+        or above 0.8 in size the run is taken as a drift and every sample is quiet.
+    """
+
+    quiet: NDArray[np.bool_]
+    window: int
+    level: float
+    tolerance: float
+    windows: int
+    trend: float = 0.0
+
+    @property
+    def disturbed_share(self) -> float:
+        """Fraction of the samples that ran in disturbed phases (0.0 when none)."""
+        return 1.0 - float(np.count_nonzero(self.quiet)) / self.quiet.size
+
+    @property
+    def found(self) -> bool:
+        """True when any sample ran in a disturbed phase."""
+        return not bool(np.all(self.quiet))
+
+    def slowdown(self, samples: Any) -> float:
+        """Median of the disturbed samples over the median of the quiet ones (1.0 if none)."""
+        x = as_samples(samples)
+        if x.size != self.quiet.size:
+            raise ValueError(f"samples has {x.size} values, the phases cover {self.quiet.size}")
+        if not self.found:
+            return 1.0
+        return float(np.median(x[~self.quiet]) / np.median(x[self.quiet]))
+
+
+def window_for(sample_s: float, window_s: float = WINDOW_S) -> int:
+    """Samples per window so that a window lasts about ``window_s`` (at least MIN_WINDOW)."""
+    if not (math.isfinite(sample_s) and sample_s > 0.0):
+        raise ValueError(f"sample_s must be finite and > 0 seconds, got {sample_s!r}")
+    return max(MIN_WINDOW, int(math.ceil(window_s / sample_s)))
+
+
+def quiet_phases(samples: Any, window: int, *, min_tolerance: float = MIN_TOLERANCE) -> Phases:
+    """Flag the samples taken while the machine ran at its undisturbed speed.
+
+    Parameters
+    ----------
+    samples : array_like
+        Per-call times, one-dimensional, finite, positive, **in the order taken**.
+    window : int
+        Samples per window (>= 8); :func:`window_for` sizes it to about 10 ms of sampling.
+        The trailing ``len(samples) % window`` samples join the last window.
+    min_tolerance : float
+        Smallest relative excess over the level still counted as quiet (default 2%).
+
+    Returns
+    -------
+    Phases
+        Every sample quiet (``windows == 0``) when there are fewer than 8 windows.
+
+    Notes
+    -----
+    The level is the smallest window median. A window is quiet when its median is at most
+    ``level * (1 + tolerance)``, with ``tolerance`` the larger of ``min_tolerance`` and six
+    standard errors of a window median relative to the level. The standard error is
+    ``1.2533 * 1.4826 * MAD / sqrt(window)`` (a median's asymptotic error for normal data),
+    its median over the windows. Interference is assumed to slow samples down, never to
+    speed them up.
+    """
+    x = as_samples(samples)
+    if np.any(x <= 0.0):
+        raise ValueError("samples must be positive durations")
+    window = check_int("window", window, minimum=MIN_WINDOW)
+    if not (math.isfinite(min_tolerance) and min_tolerance >= 0.0):
+        raise ValueError(f"min_tolerance must be finite and >= 0, got {min_tolerance!r}")
+    count = x.size // window
+    if count < MIN_WINDOWS:
+        return Phases(np.ones(x.size, dtype=bool), window, float(np.median(x)), 0.0, 0)
+    starts = np.arange(count) * window
+    ends = np.append(starts[1:], x.size)  # the remainder joins the last window
+    medians = np.empty(count)
+    errors = np.empty(count)
+    for j, (a, b) in enumerate(zip(starts, ends)):
+        part = x[a:b]
+        med = float(np.median(part))
+        medians[j] = med
+        errors[j] = 1.2533 * 1.4826 * float(np.median(np.abs(part - med))) / math.sqrt(b - a)
+    level = float(medians.min())
+    tolerance = max(min_tolerance, TOLERANCE_SE * float(np.median(errors)) / level)
+    trend = _kendall_tau_in_order(medians)
+    if abs(trend) >= DRIFT_TAU:
+        return Phases(np.ones(x.size, dtype=bool), window, level, tolerance, count, trend)
+    quiet_window = medians <= level * (1.0 + tolerance)
+    quiet = np.repeat(quiet_window, ends - starts)
+    return Phases(quiet, window, level, tolerance, count, trend)
+
+
+def _kendall_tau_in_order(values: NDArray[np.float64]) -> float:
+    """Kendall's tau-a between ``values`` and their positions (ties count as neither)."""
+    n = values.size
+    signs = np.sign(values[None, :] - values[:, None])  # [i, j]: sign(v_j - v_i)
+    return float(np.triu(signs, k=1).sum()) / (n * (n - 1) / 2.0)
+
+
+def timing_phases(per_call_ns: Any, loops: int) -> Phases:
+    """:func:`quiet_phases` of timing samples (per-call ns, ``loops`` calls per sample), with
+    windows of about 10 ms of sampling. Data holding zeros (imported from tools that round)
+    has no level to compare with: every sample is quiet."""
+    x = as_samples(per_call_ns, name="per_call_ns")
+    loops = check_int("loops", loops, minimum=1)
+    if np.any(x <= 0.0):
+        return Phases(np.ones(x.size, dtype=bool), x.size, 0.0, 0.0, 0)
+    # Size windows by the fast tenth of the samples: slow phases only make windows longer.
+    return quiet_phases(x, window_for(float(np.quantile(x, 0.1)) * loops * 1e-9))

@@ -1,0 +1,145 @@
+"""The order of a run: prepare a target (loops, warmup, floors), take ``repeat`` samples,
+more until ``duration_s`` has passed (and more while interference phases held most of it),
+more while a precision target is unmet, then the counted samples; all with the cyclic GC
+paused as asked (:func:`gc_paused`). The samples themselves are taken natively by the target.
+"""
+
+from __future__ import annotations
+
+import gc
+from contextlib import contextmanager
+from dataclasses import replace
+from typing import Iterator
+
+import numpy as np
+
+from .. import _core
+from ..counters import CountersUnavailable, count_samples
+from ..measurement import Measurement, relative_half_width
+from ..stats import median_ci
+from .config import RunConfig
+from ..stats.phases import timing_phases
+from .targets import Target
+
+# With a precision target and no budget, sampling stops after this long all the same.
+DEFAULT_ADAPTIVE_BUDGET_S = 10.0
+# When interference phases covered more than half of the duration_s sampling, sampling goes
+# on (in steps of a tenth of duration_s) until quiet phases add up to half of duration_s, or
+# until this many times duration_s have passed, whichever comes first (within max_time_s).
+QUIET_EXTENSION = 3.0
+
+
+@contextmanager
+def gc_paused(pause: bool) -> Iterator[None]:
+    """Disable the cyclic GC for the block if asked, restoring its previous state."""
+    was_enabled = gc.isenabled()
+    if pause:
+        gc.disable()
+    try:
+        yield
+    finally:
+        if pause and was_enabled:
+            gc.enable()
+
+
+def _fill_duration(target: Target, cfg: RunConfig, samples: list[float],
+                   elapsed: float) -> tuple[float, bool]:
+    """More samples until ``cfg.duration_s`` of counted sampling has passed, within the
+    budget: (elapsed s, whether the budget ended it)."""
+    goal = cfg.duration_s or 0.0
+    if cfg.max_time_s is not None:
+        goal = min(goal, cfg.max_time_s)
+    while elapsed < goal and samples:
+        per_sample = elapsed / len(samples)
+        # The native run stops when the time left is spent; the count only sizes its buffer.
+        n = int((goal - elapsed) / max(per_sample, 1e-7) * 1.25) + 8
+        more, _, spent = target.sample(min(n, 1_000_000), goal - elapsed)
+        samples += more
+        elapsed += spent
+    return elapsed, cfg.max_time_s is not None and goal == cfg.max_time_s and elapsed >= goal
+
+
+def _wait_out_interference(target: Target, cfg: RunConfig, samples: list[float],
+                           elapsed: float) -> tuple[float, bool]:
+    """More samples while interference phases hold more than half of ``duration_s``: until
+    the quiet samples span half of it or QUIET_EXTENSION x ``duration_s`` have passed
+    (within the budget). Returns (elapsed s, whether the budget ended it)."""
+    goal = cfg.duration_s or 0.0
+    limit = goal * QUIET_EXTENSION
+    if cfg.max_time_s is not None:
+        limit = min(limit, cfg.max_time_s)
+    while elapsed < limit:
+        x = np.asarray(samples)
+        quiet_s = float(x[timing_phases(x, target.loops).quiet].sum()) * target.loops * 1e-9
+        if quiet_s >= goal / 2.0:
+            return elapsed, False
+        step = min(goal / 10.0, limit - elapsed)
+        more, _, spent = target.sample(int(step / (elapsed / len(samples)) * 1.25) + 8, step)
+        samples += more
+        elapsed += spent
+    return elapsed, cfg.max_time_s is not None and limit == cfg.max_time_s
+
+
+def _collect(target: Target, cfg: RunConfig) -> Measurement:
+    """Counted samples: ``repeat`` of them, then more until ``duration_s`` has passed (and
+    more while interference phases held most of it), then more while the precision target
+    is unmet."""
+    samples, exhausted, elapsed = target.sample(cfg.repeat, cfg.max_time_s or 0.0)
+    if exhausted:  # the budget ended even the minimum of `repeat` samples
+        return target.measurement(samples, elapsed, "max_time_s", cfg)
+    reason = "repeat"
+    if cfg.duration_s is not None and elapsed < cfg.duration_s:
+        elapsed, exhausted = _fill_duration(target, cfg, samples, elapsed)
+        if exhausted:  # a budget shorter than duration_s
+            return target.measurement(samples, elapsed, "max_time_s", cfg)
+        elapsed, exhausted = _wait_out_interference(target, cfg, samples, elapsed)
+        if exhausted:
+            return target.measurement(samples, elapsed, "max_time_s", cfg)
+        reason = "duration_s"
+    if cfg.target_rel_ci is None:
+        return target.measurement(samples, elapsed, reason, cfg)
+    budget = cfg.max_time_s or DEFAULT_ADAPTIVE_BUDGET_S
+    while True:
+        quiet = np.asarray(samples)[timing_phases(samples, target.loops).quiet]
+        rel = relative_half_width(median_ci(quiet), float(np.median(quiet)))
+        if rel is not None and rel <= cfg.target_rel_ci:
+            return target.measurement(samples, elapsed, "target_rel_ci", cfg)
+        remaining = budget - elapsed
+        if remaining <= 0.0:
+            return target.measurement(samples, elapsed, "max_time_s", cfg)
+        # Grow by a quarter at a time: the CI narrows as 1/sqrt(n), so this converges in a
+        # handful of rounds without overshooting the target by much.
+        more, _, spent = target.sample(max(5, len(samples) // 4), remaining)
+        samples += more
+        elapsed += spent
+
+
+def run_target(target: Target, cfg: RunConfig) -> Measurement:
+    """Prepare ``target`` and collect its samples with the GC paused as configured; then,
+    when ``cfg.counters`` names events, count them over ``cfg.repeat`` more samples.
+
+    Raises
+    ------
+    CountersUnavailable
+        An event cannot be opened here and ``cfg.counters_missing`` is "raise" (checked
+        before any sample is taken).
+    """
+    if cfg.counters is not None and cfg.counters_missing == "raise":
+        lacking = {p.name: p.reason for p in map(_core.probe_event, cfg.counters)
+                   if not p.available}
+        if lacking:  # before the timed samples, not after them
+            raise CountersUnavailable(lacking, "counters_missing='skip'")
+    with gc_paused(cfg.disable_gc):
+        target.prepare(cfg)
+        m = _collect(target, cfg)
+        if cfg.counters is None:
+            return m
+        # Counted samples come after the timed ones, so reading the counters never sits
+        # between two clock reads; they run the same loops per sample.
+        loops = target.loops
+        empty = _core.Sampler.empty(target.clock)
+        counts = count_samples(lambda: target.sampler.run(loops, 1), cfg.counters, loops=loops,
+                               samples=cfg.repeat, missing=cfg.counters_missing,
+                               empty_sample=lambda: empty.run(1, 1),
+                               missing_option="counters_missing='skip'")
+        return replace(m, counters=counts)

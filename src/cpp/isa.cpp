@@ -1,0 +1,74 @@
+// isa.cpp — see isa.hpp. The choice rests on cpu_features(), whose flags already include the
+// OS's consent (XGETBV): a CPU with AVX-512 under a kernel or hypervisor that does not save
+// the ZMM state reports no AVX-512 here, and must not run it (Intel SDM vol. 1, 15.2).
+#include "isa.hpp"
+
+#include <atomic>
+#include <stdexcept>
+
+#include "cpu.hpp"
+
+namespace fastbench {
+namespace {
+
+constexpr Isa kIsas[] = {Isa::portable, Isa::avx2, Isa::avx512};
+
+// No cap by default; relaxed is enough: a kernel reads the cap once per call, and a test
+// that changes it does so between calls.
+std::atomic<int> g_cap{static_cast<int>(kWidestIsa)};
+
+// SIMD kernels are built for x86-64 only: anywhere else (32-bit x86 included) every kernel
+// runs, and names, its portable path.
+Isa detect() {
+#if defined(__x86_64__)
+  const CpuFeatures& f = cpu_features();
+  if (!(f.avx2 && f.fma)) return Isa::portable;
+  if (f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq) return Isa::avx512;
+  return Isa::avx2;
+#else
+  return Isa::portable;
+#endif
+}
+
+}  // namespace
+
+Isa best_isa() {
+  static const Isa best = detect();
+  return best;
+}
+
+const char* isa_name(Isa isa) {
+  switch (isa) {
+    case Isa::portable: return "portable";
+    case Isa::avx2: return "avx2";
+    case Isa::avx512: return "avx512";
+  }
+  return "portable";  // unreachable: every enumerator is named above
+}
+
+std::vector<std::string> isa_names() {
+  std::vector<std::string> names;
+  for (Isa isa : kIsas) names.emplace_back(isa_name(isa));
+  return names;
+}
+
+Isa parse_isa(const std::string& name, const char* who) {
+  for (Isa isa : kIsas) {
+    if (name == isa_name(isa)) return isa;
+  }
+  throw std::invalid_argument(std::string("[") + who + "] ISA is '" + name +
+                              "', expected portable, avx2 or avx512");
+}
+
+Isa active_isa() {
+  const Isa cap = static_cast<Isa>(g_cap.load(std::memory_order_relaxed));
+  const Isa best = best_isa();
+  return cap < best ? cap : best;
+}
+
+namespace detail {
+void set_isa_cap(Isa cap) { g_cap.store(static_cast<int>(cap), std::memory_order_relaxed); }
+Isa isa_cap() { return static_cast<Isa>(g_cap.load(std::memory_order_relaxed)); }
+}  // namespace detail
+
+}  // namespace fastbench

@@ -1,0 +1,48 @@
+// isa.hpp — the one ISA dispatch: the widest instruction set the CPU and the OS allow, its
+// name (one naming scheme for every kernel and report), and one process-wide cap that tests
+// use to run every kernel on a narrower path. A kernel runs kernel_isa(widest it implements).
+// Owns no CPUID (cpu.cpp does) and no kernels; no Python here.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace fastbench {
+
+// Ordered by width: a wider ISA can run every narrower path.
+enum class Isa : int {
+  portable = 0,  // baseline x86-64 (SSE2) or any other target: plain C++
+  avx2 = 1,      // AVX2 + FMA, with the YMM state enabled by the OS
+  avx512 = 2,    // AVX-512 F, BW, VL and DQ, with the opmask and ZMM states enabled by the OS
+};
+inline constexpr Isa kWidestIsa = Isa::avx512;
+
+// The widest ISA this CPU and OS allow (CPUID and XGETBV); detected once, thread-safe.
+Isa best_isa();
+
+// "portable", "avx2" or "avx512": the names every kernel reports.
+const char* isa_name(Isa isa);
+
+// Every ISA's name, narrowest first.
+std::vector<std::string> isa_names();
+
+// The ISA called `name`. Throws std::invalid_argument ("[<who>] ...") for any other name.
+Isa parse_isa(const std::string& name, const char* who = "parse_isa");
+
+// min(best_isa(), the cap): what kernels may use now.
+Isa active_isa();
+
+// The path a kernel implementing ISAs up to `widest` takes now: min(active_isa(), widest).
+// A kernel reads it once per call and reports the same value it ran.
+inline Isa kernel_isa(Isa widest) {
+  const Isa active = active_isa();
+  return active < widest ? active : widest;
+}
+
+namespace detail {
+// Test hook: cap the ISA of every kernel (process-wide; kWidestIsa lifts the cap).
+void set_isa_cap(Isa cap);
+Isa isa_cap();
+}  // namespace detail
+
+}  // namespace fastbench

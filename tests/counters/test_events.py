@@ -1,0 +1,135 @@
+"""fastbench.counters.events: names, availability with reasons, counted regions, derived metrics."""
+
+from __future__ import annotations
+
+import errno
+import sys
+
+import time
+
+import pytest
+
+import fastbench
+from fastbench import _core
+from fastbench.counters import CounterResult, EventCount, check_events, events
+
+linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="perf_event is Linux-only")
+
+
+def _count(name: str, value: float) -> EventCount:
+    return EventCount(name, value, int(value), 100, 100, 1.0, False, 0.0)
+
+
+def test_derived_metrics_from_known_counts() -> None:
+    r = CounterResult({n: _count(n, v) for n, v in {
+        "instructions": 3000.0, "cycles": 1500.0, "branches": 400.0, "branch-misses": 10.0,
+        "cache-references": 200.0, "cache-misses": 50.0}.items()}, calls=10)
+    d = r.derived
+    assert d["ipc"] == 2.0 and d["cycles_per_instruction"] == 0.5
+    assert d["branch_miss_pct"] == 2.5 and d["cache_miss_pct"] == 25.0
+    assert d["instructions_per_call"] == 300.0 and d["cycles_per_call"] == 150.0
+
+
+def test_derived_metrics_need_their_inputs() -> None:
+    r = CounterResult({"task-clock": _count("task-clock", 5.0)})
+    assert r.derived == {}
+    assert r["task-clock"] == 5.0 and r.values == {"task-clock": 5.0}
+
+
+def test_unknown_names_suggest_the_closest() -> None:
+    with pytest.raises(ValueError, match=r"did you mean 'cycles'\?.*valid names: .*instructions"):
+        check_events(["cylces"])
+    with pytest.raises(TypeError):
+        check_events("cycles")
+    with pytest.raises(ValueError):
+        check_events([])
+    assert check_events(["r00c0", "4:0x3c", "task-clock"]) == ["r00c0", "4:0x3c", "task-clock"]
+
+
+def test_bad_policy_and_calls() -> None:
+    with pytest.raises(ValueError):
+        fastbench.counters.count(["task-clock"], missing="ignore")
+    with pytest.raises(ValueError):
+        fastbench.counters.count(["task-clock"], calls=0)
+
+
+@linux_only
+def test_available_lists_every_known_event_with_a_reason_when_missing() -> None:
+    table = fastbench.counters.available()
+    assert [a.name for a in table] == fastbench.counters.event_names()
+    for a in table:
+        assert a.available == (a.reason == "")
+
+
+@linux_only
+def test_task_clock_counts_a_known_spin() -> None:
+    _core.spin(1e3)  # TSC calibration outside the counted region
+    # The oracle is this thread's CPU time, the quantity task-clock counts: spin until 20 ms
+    # of it have passed (a wall-clock spin gets less CPU time on a shared core).
+    cpu0 = time.thread_time_ns()
+    with fastbench.counters.count(["task-clock"], missing="skip") as c:
+        while time.thread_time_ns() - cpu0 < 20_000_000:
+            _core.spin(1e6)
+    cpu_ns = time.thread_time_ns() - cpu0
+    if "task-clock" in c.skipped:
+        pytest.skip(c.skipped["task-clock"])
+    assert 0.9 * 20e6 <= c.values["task-clock"] <= cpu_ns + 2e6
+    assert c.result.counts["task-clock"].running_fraction == pytest.approx(1.0)
+    # A software event is never on a hardware counter: read(2), and the result says why.
+    assert c.result.read_path == "read"
+    assert c.result.read_path_reason.startswith("software events are not on hardware counters")
+    assert "task-clock" in c.result.read_path_reason
+
+
+@linux_only
+def test_the_empty_region_is_calibrated_once_per_event_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[int] = []
+    real = _core.calibrate_read_overhead
+
+    def counting(group: _core.CounterGroup, reps: int = 101) -> list[_core.CounterOverhead]:
+        calls.append(reps)
+        return real(group, reps)
+
+    monkeypatch.setattr(events, "_overhead_cache", {})
+    monkeypatch.setattr(_core, "calibrate_read_overhead", counting)
+    for _ in range(3):
+        with fastbench.counters.count(["task-clock", "page-faults"], missing="skip") as c:
+            pass
+    if c.skipped:
+        pytest.skip(str(c.skipped))
+    assert len(calls) == 1
+    first = c.result.counts["task-clock"].overhead
+    with fastbench.counters.count(["page-faults"], missing="skip"):
+        pass
+    assert len(calls) == 2  # another set calibrates its own
+    with fastbench.counters.count(["task-clock", "page-faults"], missing="skip") as again:
+        pass
+    assert again.result.counts["task-clock"].overhead == first
+
+
+@linux_only
+def test_missing_events_raise_with_reasons_or_are_skipped() -> None:
+    _core._inject_open_errno(errno.ENOENT, 1)  # the first open (the first event) fails
+    try:
+        with pytest.raises(fastbench.CountersUnavailable) as info:
+            with fastbench.counters.count(["page-faults", "task-clock"]):
+                pass
+    finally:
+        _core._inject_open_errno(0, 0)
+    assert info.value.missing == {"page-faults": "no hardware PMU exposed (typical of VMs and containers)"}
+    assert "missing='skip'" in str(info.value)
+
+    _core._inject_open_errno(errno.EACCES, 1)
+    try:
+        with fastbench.counters.count(["page-faults", "task-clock"], missing="skip") as c:
+            _core.spin(1e6)
+    finally:
+        _core._inject_open_errno(0, 0)
+    assert "perf_event_paranoid" in c.skipped["page-faults"]
+    assert "page-faults" not in c.values and "task-clock" in c.values
+
+
+def test_result_before_the_block_ends_is_an_error() -> None:
+    c = fastbench.counters.count(["task-clock"])
+    with pytest.raises(RuntimeError):
+        _ = c.result

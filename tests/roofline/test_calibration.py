@@ -1,0 +1,162 @@
+"""fastbench.roofline.calibration: the plan and its ceilings (kernels replaced by known
+figures), the per-machine cache and its invalidation, working sets from the cache sizes,
+progress reported without printing, the GEMM ceiling from the native timing loop, and a real
+quick calibration."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fastbench import roofline
+from fastbench.machine import CacheLevel
+from fastbench.measurement import Measurement
+from fastbench.roofline import calibration, kernels
+
+
+def _fake_calibration(monkeypatch: pytest.MonkeyPatch, calls: list[str]) -> None:
+    """Kernels replaced by known figures, so calibrate()'s plan and cache can be checked fast."""
+
+    def peak(dtype: str, threads: int | None = None, *, add_mix: bool = False,
+             min_time_s: float = 0.1) -> kernels.PeakResult:
+        calls.append(f"peak {dtype} {add_mix}")
+        base = 100.0 if dtype == "float32" else 50.0
+        rate = base * (1.2 if add_mix else 1.0) * 1e9
+        return kernels.PeakResult(dtype, "avx2+fma", add_mix, 2, rate, 3e9, rate / 2 / 3e9, 32.0, 0.1)
+
+    def bandwidth(kind: str, nbytes: int, threads: int | None = None,
+                  min_time_s: float = 0.05) -> kernels.BandwidthResult:
+        calls.append(f"bw {nbytes}")
+        gbs = 1000.0 / math.log2(nbytes)  # smaller working sets are faster
+        return kernels.BandwidthResult(kind, nbytes, 3, nbytes, nbytes / 3, 1.0, 1.0, gbs, 2, 3,
+                                       "avx2")
+
+    monkeypatch.setattr(kernels, "peak_flops", peak)
+    monkeypatch.setattr(kernels, "bandwidth", bandwidth)
+    monkeypatch.setattr(calibration, "_gemm_gflops", lambda dt, n, t, s: 90.0)
+
+
+def test_calibrate_plan_ceilings_and_cache(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("FASTBENCH_CACHE_DIR", str(tmp_path))
+    calls: list[str] = []
+    _fake_calibration(monkeypatch, calls)
+    steps: list[tuple[int, int]] = []
+    r = roofline.calibrate(threads=2, progress=lambda d, t, w: steps.append((d, t)))
+    assert r.compute["fma float32"] == pytest.approx(100.0)
+    assert r.compute["fma+add float64"] == pytest.approx(60.0)
+    assert r.compute["gemm float64"] == 90.0
+    assert r.peak_gflops("float32") == pytest.approx(100.0)  # the FMA peak by default
+    assert r.peak_gflops("float32", "fma+add float32") == pytest.approx(120.0)
+    # Each level's ceiling is its best working set, and the levels come out ordered.
+    for level in roofline.LEVELS:
+        assert r.memory[level] == max(g for _, g, lv in r.sweep if lv == level)
+    assert r.memory["L1"] > r.memory["L2"] > r.memory["L3"] > r.memory["DRAM"]
+    assert steps[-1][0] == steps[-1][1] and len(steps) == steps[-1][1] + 1
+    n_calls = len(calls)
+    again = roofline.calibrate(threads=2, progress=False)
+    assert again == r and len(calls) == n_calls  # read from the cache
+    roofline.calibrate(threads=2, progress=False, cache=False)
+    assert len(calls) == 2 * n_calls  # measured anyway
+
+
+def test_cache_is_per_cpu_and_version(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("FASTBENCH_CACHE_DIR", str(tmp_path))
+    calls: list[str] = []
+    _fake_calibration(monkeypatch, calls)
+    roofline.calibrate(threads=1, quick=True, progress=False)
+    n = len(calls)
+    real_machine = calibration._machine
+    monkeypatch.setattr(calibration, "_machine", lambda: {**real_machine(), "cpu_model": "other"})
+    roofline.calibrate(threads=1, quick=True, progress=False)
+    assert len(calls) == 2 * n  # another CPU: measured afresh
+    monkeypatch.setattr(calibration, "_machine", real_machine)
+    monkeypatch.setattr(calibration, "__version__", "0.0.0-other")
+    roofline.calibrate(threads=1, quick=True, progress=False)
+    assert len(calls) == 3 * n  # another fastbench version: measured afresh
+    # A corrupt cache file is measured over, not trusted.
+    monkeypatch.undo()
+    monkeypatch.setenv("FASTBENCH_CACHE_DIR", str(tmp_path))
+    _fake_calibration(monkeypatch, calls)
+    path = roofline.cache_path(1, roofline.DTYPES, True)
+    path.write_text("{not json")
+    before = len(calls)
+    roofline.calibrate(threads=1, quick=True, progress=False)
+    assert len(calls) > before and json.loads(path.read_text())["cache_version"] == roofline.CACHE_VERSION
+
+
+def test_bad_calibrate_arguments() -> None:
+    with pytest.raises(ValueError, match="dtypes"):
+        roofline.calibrate(dtypes=("float16",), cache=False, progress=False)
+    with pytest.raises(ValueError, match="threads"):
+        roofline.calibrate(threads=0, cache=False, progress=False)
+    with pytest.raises(TypeError, match="progress_bar"):  # the library draws no bar itself
+        roofline.calibrate(cache=False, progress=True)
+
+
+def test_calibrate_prints_nothing(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                  capfd: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("FASTBENCH_CACHE_DIR", str(tmp_path))
+    _fake_calibration(monkeypatch, [])
+    seen: list[tuple[int, int, str]] = []
+    roofline.calibrate(threads=1, quick=True, cache=False)  # progress=None: none at all
+    roofline.calibrate(threads=1, quick=True, cache=False,
+                       progress=lambda d, t, w: seen.append((d, t, w)))
+    out, err = capfd.readouterr()
+    assert out == "" and err == ""
+    # quick: per dtype FMA, FMA+ADD and GEMM (6 steps), then one working set per level (4).
+    assert [d for d, _, _ in seen] == list(range(11)) and {t for _, t, _ in seen} == {10}
+    assert seen[0][2] == "FMA peak float32" and seen[2][2] == "GEMM float32 n=512"
+    assert seen[-2][2].startswith("triad DRAM") and seen[-1][2] == "done"
+
+
+def test_working_sets_come_from_the_cache_sizes(monkeypatch: pytest.MonkeyPatch) -> None:
+    kib, mib = 1 << 10, 1 << 20
+    fake = [CacheLevel(1, "Data", 32 * kib, 64, 2), CacheLevel(1, "Instruction", 64 * kib, 64, 2),
+            CacheLevel(2, "Unified", 512 * kib, 64, 2), CacheLevel(3, "Unified", 64 * mib, 64, 4)]
+    monkeypatch.setattr(calibration, "caches", lambda: fake)
+    # 2 threads: L1 and L2 hold one slice per thread; the L3 shared by 4 CPUs gives these
+    # 2 threads half of it (32 MiB); DRAM is the larger of 256 MiB and 8 x L3.
+    assert calibration._level_sizes(2, quick=False) == {
+        "L1": [16 * kib, 32 * kib],                    # a quarter and a half of L1, x2
+        "L2": [256 * kib, 512 * kib],                  # max(2 L1, L2 / 4) x2, L2 / 2 x2
+        "L3": [4 * mib, 32 * mib // 3],                # max(2 L2 x2, 32 MiB / 8), 32 MiB / 3
+        "DRAM": [512 * mib],
+    }
+    assert calibration._level_sizes(2, quick=True) == {
+        "L1": [32 * kib], "L2": [512 * kib], "L3": [32 * mib // 3], "DRAM": [512 * mib]}
+
+
+def test_gemm_ceiling_is_the_median_of_the_native_timing_loop(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[Measurement] = []
+    kwargs_seen: list[dict[str, Any]] = []
+    real = calibration.measure
+
+    def spy(fn: Any, /, *args: Any, **kwargs: Any) -> Measurement:
+        kwargs_seen.append(kwargs)
+        seen.append(real(fn, *args, **kwargs))
+        return seen[-1]
+
+    monkeypatch.setattr(calibration, "measure", spy)
+    n = 96
+    gflops = calibration._gemm_gflops("float64", n, 1, 0.01)
+    assert len(seen) == 1 and seen[0].n >= 3 and seen[0].loops == 1
+    assert kwargs_seen[0]["threads"] == 1
+    assert gflops == pytest.approx(2.0 * n**3 / seen[0].median_ns)  # GFLOP = FLOP per ns
+    peak = kernels.peak_flops("float64", 1, min_time_s=0.01).gflops
+    assert 0 < gflops < 2 * peak  # no GEMM beats the FMA peak (2x: a shared machine's noise)
+
+
+def test_real_quick_calibration_is_ordered(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FASTBENCH_CACHE_DIR", str(tmp_path))
+    r = roofline.calibrate(quick=True, progress=False)
+    assert all(v > 0 for v in r.compute.values()) and all(v > 0 for v in r.memory.values())
+    assert r.memory["L1"] > r.memory["DRAM"]  # an order of magnitude apart: robust to noise
+    text = "\n".join(r.lines())
+    assert "compute ceilings" in text
+    for nbytes, gbs, level in r.sweep:  # every working set measured is printed with its level
+        assert any(line.strip().startswith(level) and f"{gbs:,.0f}" in line for line in r.lines())

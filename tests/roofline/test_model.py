@@ -1,0 +1,112 @@
+"""fastbench.roofline.model: placement arithmetic, ridge points and the bound verdict on a
+synthetic roofline, its text and its results-file round trip."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import fastbench
+from fastbench.measurement import Measurement
+from fastbench.roofline import Roofline
+
+
+def test_ridge_points_and_attainable_follow_the_formula(synthetic: Roofline) -> None:
+    r = synthetic
+    assert r.peak_gflops("float32") == 200.0  # the FMA peak, not GEMM or a lower mix
+    assert r.ridge_points("float32") == {"L1": 0.5, "L2": 1.0, "L3": 2.0, "DRAM": 8.0}
+    assert r.ridge_points("float64")["DRAM"] == 4.0
+    assert r.attainable(2.0) == 50.0        # 25 GB/s × 2 FLOP/byte
+    assert r.attainable(100.0) == 200.0     # capped by the peak
+    assert r.attainable(2.0, level="L1") == 200.0
+    p = r.place(flops=1e9, bytes=1e6, seconds=0.01, ceiling="gemm float32")
+    assert p.attainable_gflops == 180.0 and p.compute_ceiling == "gemm float32"
+    with pytest.raises(ValueError, match="fma float16"):
+        r.place(flops=1.0, bytes=1.0, seconds=1.0, dtype="float16")
+    with pytest.raises(ValueError, match="intensity"):
+        r.attainable(0.0)
+    with pytest.raises(ValueError, match="level"):
+        r.attainable(1.0, level="L4")
+    with pytest.raises(ValueError, match="float16"):
+        r.peak_gflops("float16")
+
+
+def test_bound_verdict_flips_at_the_ridge_point(synthetic: Roofline) -> None:
+    r = synthetic  # f32 FMA peak 200 over DRAM 25 GB/s: ridge at 8 FLOP/byte
+    assert r.bound(7.99) == "memory-bound"
+    assert r.bound(8.0) == "compute-bound"  # at the ridge, compute binds
+    assert r.bound(1.0, level="L1") == "compute-bound"  # L1's ridge is 0.5
+    assert r.bound(7.1, ceiling="gemm float32") == "memory-bound"  # 180 / 25 = 7.2
+    assert r.bound(7.5, ceiling="gemm float32") == "compute-bound"
+
+
+def test_placement_memory_bound(synthetic: Roofline) -> None:
+    # A triad on DRAM: 2 FLOPs per 24 bytes; 1e9 elements in 1.2 s.
+    p = synthetic.place(flops=2e9, bytes=24e9, seconds=1.2)
+    assert p.intensity == pytest.approx(1 / 12)
+    assert p.attainable_gflops == pytest.approx(25.0 / 12)
+    assert p.achieved_gflops == pytest.approx(2 / 1.2)
+    assert p.fraction == pytest.approx((2 / 1.2) / (25 / 12))
+    assert p.bound == "memory-bound" and p.memory_ceiling == "DRAM"
+    assert p.compute_ceiling == "fma float32" and p.ridge_point == 8.0
+    assert "memory-bound" in str(p)
+
+
+def test_placement_compute_bound_from_a_measurement(synthetic: Roofline) -> None:
+    samples = np.full(20, 1e6)  # 1 ms per call
+    m = Measurement(samples_ns=samples, loops=1, warmup_samples_ns=np.asarray([1e6]),
+                    clock="steady", overhead_ns=0.0, overhead_mad_ns=0.0, call_floor_ns=0.0,
+                    call_floor_mad_ns=0.0)
+    p = synthetic.place(m, flops=1e8, bytes=1e6, dtype="float64")
+    assert p.seconds == pytest.approx(1e-3)
+    assert p.achieved_gflops == pytest.approx(100.0)
+    assert p.attainable_gflops == 100.0 and p.fraction == pytest.approx(1.0)
+    assert p.bound == "compute-bound" and p.compute_ceiling == "fma float64"
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"flops": 1.0, "bytes": 1.0}, "either"),
+    ({"flops": 1.0, "bytes": 1.0, "seconds": 1.0, "measurement": "m"}, "either"),
+    ({"flops": -1.0, "bytes": 1.0, "seconds": 1.0}, "flops"),
+    ({"flops": 1.0, "bytes": 0.0, "seconds": 1.0}, "bytes"),
+    ({"flops": 1.0, "bytes": 1.0, "seconds": math.inf}, "seconds"),
+    ({"flops": 1.0, "bytes": 1.0, "seconds": 1.0, "level": "HBM"}, "level"),
+])
+def test_placement_rejects_bad_input(kwargs: dict[str, Any], match: str,
+                                     synthetic: Roofline) -> None:
+    m = kwargs.pop("measurement", None)
+    with pytest.raises(ValueError, match=match):
+        synthetic.place(m, **kwargs)
+
+
+def test_lines_print_ceilings_sizes_ridges_and_notes() -> None:
+    r = Roofline(compute={"fma float32": 200.0}, memory={"L1": 400.0, "DRAM": 25.0},
+                 threads=1, quick=False, machine={"cpu_model": "synthetic"},
+                 sweep=((1536 << 10, 390.0, "L1"), (256 << 20, 25.0, "DRAM")),
+                 notes=("first", "second"), calibration_s=1.25)
+    assert r.lines() == [
+        "  roofline, 1 thread, calibrated in 1.2 s on synthetic",
+        "  compute ceilings:",
+        "    fma float32                200.0 GFLOP/s",
+        "  memory ceilings (STREAM triad, write-allocate not counted; the best working set "
+        "of each level):",
+        "    L1                         400.0 GB/s   (1536 KiB 390)",
+        "    DRAM                        25.0 GB/s   (256 MiB 25)",
+        "  ridge points float32 (FLOP/byte): L1 0.50, DRAM 8.00",
+        "  note: first",
+        "  note: second",
+    ]
+    assert str(r) == "\n".join(r.lines())
+
+
+def test_results_file_round_trip(tmp_path: Path, synthetic: Roofline) -> None:
+    r = synthetic
+    path = tmp_path / "roof.json"
+    fastbench.save(r, path)
+    assert fastbench.load(path) == r
+    with pytest.raises(ValueError, match="not a roofline"):
+        Roofline.from_dict({"compute": {}})
