@@ -99,6 +99,7 @@ def test_debug_shows_the_traceback() -> None:
     assert "Traceback" in r.stderr and "ZeroDivisionError" in r.stderr
 
 
+@pytest.mark.slow  # the whole tour, a calibration included
 def test_tour_runs_and_writes_its_report(tmp_path: Path) -> None:
     out = tmp_path / "tour.txt"
     r = run("tour", "-o", str(out))

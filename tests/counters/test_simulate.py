@@ -46,6 +46,7 @@ def python_pass() -> SimulatedCounts:
 # -- real runs ------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # a real valgrind run: seconds
 @needs_valgrind
 def test_instructions_grow_with_the_work_per_call() -> None:
     small = simulate(work.sum_range, 1000, calls=10)
@@ -59,6 +60,7 @@ def test_instructions_grow_with_the_work_per_call() -> None:
     assert small.target == "_valgrind_workloads:sum_range"
 
 
+@pytest.mark.slow  # a real valgrind run: seconds
 @needs_valgrind
 def test_a_command_counts_its_whole_process(python_pass: SimulatedCounts) -> None:
     r = python_pass
@@ -74,6 +76,7 @@ def test_a_command_counts_its_whole_process(python_pass: SimulatedCounts) -> Non
     assert r.valgrind_version[0].isdigit() and r.command[1] == "--tool=cachegrind"
 
 
+@pytest.mark.slow  # a real valgrind run: seconds
 @needs_valgrind
 def test_the_simulated_caches_are_the_detected_ones(python_pass: SimulatedCounts) -> None:
     expected, notes = detect_geometry()
@@ -93,6 +96,7 @@ def test_the_simulated_caches_are_the_detected_ones(python_pass: SimulatedCounts
             assert (g.size_bytes, g.line_bytes) == (caches[0].size_bytes, caches[0].line_bytes)
 
 
+@pytest.mark.slow  # a real valgrind run: seconds
 @needs_valgrind
 def test_streaming_a_large_buffer_misses_the_d1_more() -> None:
     small = simulate(work.stream_bytes, 4 * KIB)
@@ -103,6 +107,7 @@ def test_streaming_a_large_buffer_misses_the_d1_more() -> None:
     assert large["LLC-misses"] > small["LLC-misses"]
 
 
+@pytest.mark.slow  # a real valgrind run: seconds
 @needs_valgrind
 def test_callgrind_counts_instructions_only() -> None:
     r = simulate(["true"], tool="callgrind")
@@ -178,18 +183,21 @@ def test_bad_arguments_are_refused_before_running() -> None:
         simulate(["true"], tool="callgrind", caches={"D1": (32 * KIB, 8, 64)})
 
 
+@pytest.mark.slow  # a real valgrind run: seconds
 @needs_valgrind
 def test_a_missing_program_is_file_not_found() -> None:
     with pytest.raises(FileNotFoundError, match="no-such-program-here"):
         simulate(["no-such-program-here"])
 
 
+@pytest.mark.slow  # a real valgrind run: seconds
 @needs_valgrind
 def test_a_failing_command_reports_its_stderr() -> None:
     with pytest.raises(FastbenchError, match=r"exited with status 3(.|\n)*boom on stderr"):
         simulate(["sh", "-c", "echo boom on stderr >&2; exit 3"])
 
 
+@pytest.mark.slow  # a real valgrind run: seconds
 @needs_valgrind
 def test_a_failing_callable_reports_its_traceback() -> None:
     with pytest.raises(FastbenchError,
@@ -198,12 +206,14 @@ def test_a_failing_callable_reports_its_traceback() -> None:
         simulate(work.fail)
 
 
+@pytest.mark.slow  # a real valgrind run: seconds
 @needs_valgrind
 def test_a_run_past_its_timeout_is_killed() -> None:
     with pytest.raises(SimulationTimeout, match="timeout_s=0.5"):
         simulate(["sleep", "60"], timeout_s=0.5)
 
 
+@pytest.mark.slow  # a real valgrind run: seconds
 @needs_valgrind
 def test_explicit_caches_are_simulated() -> None:
     r = simulate(["true"], caches={"D1": (16 * KIB, 4, 64), "LL": (2 * MIB, 16, 64)})
@@ -215,6 +225,7 @@ def test_explicit_caches_are_simulated() -> None:
 # -- results files ----------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # a real valgrind run: seconds
 @needs_valgrind
 def test_save_load_round_trip(python_pass: SimulatedCounts, tmp_path: Path) -> None:
     path = tmp_path / "sim.json"

@@ -4,10 +4,13 @@
 // line printed is "N passed, N failed", which CI looks for.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <exception>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -111,6 +114,20 @@ int run_all(const Test (&tests)[N]) {
   }
   std::printf("%d passed, %d failed\n", passed, failed);
   return failed == 0 ? 0 : 1;
+}
+
+// Deterministic values in [-1, 1) (xorshift), so failures reproduce.
+template <class T>
+std::vector<T> random_values(std::size_t count, std::uint64_t seed) {
+  std::vector<T> v(count);
+  std::uint64_t s = seed * 0x9E3779B97F4A7C15ULL + 1;
+  for (T& x : v) {
+    s ^= s << 13;
+    s ^= s >> 7;
+    s ^= s << 17;
+    x = static_cast<T>(static_cast<double>(s >> 11) / 9007199254740992.0 * 2.0 - 1.0);
+  }
+  return v;
 }
 
 }  // namespace

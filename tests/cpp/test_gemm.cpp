@@ -26,20 +26,6 @@ namespace {
 
 bool have_avx2() { return fb::best_isa() >= fb::Isa::avx2; }
 
-// Deterministic values in [-1, 1) (xorshift), so failures reproduce.
-template <class T>
-std::vector<T> random_matrix(std::size_t count, std::uint64_t seed) {
-  std::vector<T> v(count);
-  std::uint64_t s = seed * 0x9E3779B97F4A7C15ULL + 1;
-  for (T& x : v) {
-    s ^= s << 13;
-    s ^= s >> 7;
-    s ^= s << 17;
-    x = static_cast<T>(static_cast<double>(s >> 11) / 9007199254740992.0 * 2.0 - 1.0);
-  }
-  return v;
-}
-
 struct Shape {
   std::size_t m, n, k;
 };
@@ -57,9 +43,9 @@ template <class T>
 bool check_case(const Case& cs, std::uint64_t seed) {
   const std::size_t m = cs.s.m, n = cs.s.n, k = cs.s.k;
   const std::size_t lda = k + cs.pad, ldb = n + cs.pad, ldc = n + cs.pad;
-  const std::vector<T> a = random_matrix<T>(m * lda + 1, seed);
-  const std::vector<T> b = random_matrix<T>(k * ldb + 1, seed + 1);
-  std::vector<T> c = random_matrix<T>(m * ldc + 1, seed + 2);
+  const std::vector<T> a = random_values<T>(m * lda + 1, seed);
+  const std::vector<T> b = random_values<T>(k * ldb + 1, seed + 1);
+  std::vector<T> c = random_values<T>(m * ldc + 1, seed + 2);
   if (cs.beta == 0.0) {
     // beta == 0 must ignore C entirely, NaN included.
     for (T& x : c) x = std::numeric_limits<T>::quiet_NaN();
@@ -303,7 +289,7 @@ void test_blocking() {
 template <class T>
 void report_speed(const char* name, int threads) {
   const std::size_t n = 1024;
-  const std::vector<T> a = random_matrix<T>(n * n, 7), b = random_matrix<T>(n * n, 8);
+  const std::vector<T> a = random_values<T>(n * n, 7), b = random_values<T>(n * n, 8);
   std::vector<T> c(n * n);
   double best_s = 1e30;
   for (int rep = 0; rep < 3; ++rep) {

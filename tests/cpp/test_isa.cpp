@@ -24,7 +24,6 @@
 #include "gemm.hpp"
 #include "isa.hpp"
 #include "peak.hpp"
-#include "simd/avx512.hpp"
 
 #include "harness.hpp"
 #include "isa_cap.hpp"
@@ -38,20 +37,6 @@ constexpr fb::Isa kAll[] = {fb::Isa::portable, fb::Isa::avx2, fb::Isa::avx512};
 constexpr fb::Isa kWidestKernel = fb::Isa::avx2;
 
 fb::Isa narrowest(fb::Isa a, fb::Isa b) { return a < b ? a : b; }
-
-// Deterministic values in [-1, 1) (xorshift), so failures reproduce.
-template <class T>
-std::vector<T> random_values(std::size_t count, std::uint64_t seed) {
-  std::vector<T> v(count);
-  std::uint64_t s = seed * 0x9E3779B97F4A7C15ULL + 1;
-  for (T& x : v) {
-    s ^= s << 13;
-    s ^= s >> 7;
-    s ^= s << 17;
-    x = static_cast<T>(static_cast<double>(s >> 11) / 9007199254740992.0 * 2.0 - 1.0);
-  }
-  return v;
-}
 
 // ---- detection ----------------------------------------------------------------------------
 
@@ -283,54 +268,6 @@ void test_kernels_uncapped() {
   }
 }
 
-// ---- AVX-512 traits -----------------------------------------------------------------------
-
-#if defined(__x86_64__)
-// y = a·x + y over n (a multiple of the lanes), then the lanes' sum, with the traits alone.
-template <class T>
-__attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx2,fma"))) double axpy_sum_avx512(
-    T a, const T* x, T* y, std::size_t n) {
-  using V = fb::detail::Avx512<T>;
-  const typename V::Reg va = V::set(a);
-  typename V::Reg total = V::zero();
-  for (std::size_t i = 0; i < n; i += V::kLanes) {
-    const typename V::Reg r = V::fma(va, V::loadu(x + i), V::loadu(y + i));
-    V::storeu(y + i, r);
-    total = V::add(total, V::mul(V::broadcast(&a), r));
-  }
-  return V::sum(total);
-}
-
-template <class T>
-void check_avx512_traits() {
-  constexpr std::size_t n = 64;
-  const std::vector<T> x = random_values<T>(n, 7);
-  std::vector<T> y = random_values<T>(n, 8);
-  const std::vector<T> y0 = y;
-  const T a = T(0.75);
-  const double sum = axpy_sum_avx512<T>(a, x.data(), y.data(), n);
-  double want_sum = 0.0, magnitude = 0.0;
-  for (std::size_t i = 0; i < n; ++i) {
-    const T want = std::fma(a, x[i], y0[i]);  // one rounding, as the FMA instruction
-    CHECK(y[i] == want, sizeof(T) * 8, "-bit lane ", i, ": ", y[i], " vs ", want);
-    want_sum += static_cast<double>(a * want);
-    magnitude += std::fabs(static_cast<double>(a * want));
-  }
-  // Lanes add their terms in T, in another order than this loop.
-  const double eps = static_cast<double>(std::numeric_limits<T>::epsilon());
-  CHECK(std::fabs(sum - want_sum) <= static_cast<double>(n) * eps * magnitude, sum, " vs ",
-        want_sum);
-}
-#endif
-
-void test_avx512_traits() {
-  SKIP_UNLESS(fb::best_isa() == fb::Isa::avx512, "no AVX-512 F/BW/DQ/VL on this CPU and OS");
-#if defined(__x86_64__)
-  check_avx512_traits<float>();
-  check_avx512_traits<double>();
-#endif
-}
-
 const Test kTests[] = {
     {"best_isa_is_detected_once_for_every_thread", test_best_isa_is_detected_once_for_every_thread},
     {"best_isa_follows_cpu_features", test_best_isa_follows_cpu_features},
@@ -340,7 +277,6 @@ const Test kTests[] = {
     {"kernels_capped_at_portable", test_kernels_capped_at_portable},
     {"kernels_capped_at_avx2", test_kernels_capped_at_avx2},
     {"kernels_uncapped", test_kernels_uncapped},
-    {"avx512_traits", test_avx512_traits},
 };
 
 }  // namespace
