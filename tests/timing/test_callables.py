@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import mmap
 import json
 import math
 import os
@@ -619,9 +620,20 @@ needs_exact_memory = pytest.mark.skipif(
 )
 
 
+PAGE = mmap.PAGESIZE
+
+
 def _allocate_40_mib() -> None:
-    a = np.ones(40 * MiB // 8)  # written, so every page is resident
-    del a
+    """40 MiB of fresh resident pages and 40 MiB on the Python heap, whatever the allocator
+    holds: a 40 MiB anonymous mapping written page by page (RSS; a heap allocation could
+    reuse pages that earlier tests left resident, and then RSS would not grow), and a zeroed
+    40 MiB bytes object (traced by tracemalloc; CPython takes it from calloc, which leaves
+    fresh pages untouched)."""
+    pages = mmap.mmap(-1, 40 * MiB)
+    pages[::PAGE] = b"\1" * (40 * MiB // PAGE)
+    heap = bytes(40 * MiB)
+    del heap
+    pages.close()
 
 
 def test_memory_is_none_by_default() -> None:
