@@ -9,6 +9,7 @@ import argparse
 import sys
 from dataclasses import replace
 
+from ..counters import simulate
 from ..counters.command import stat_command
 from ..results import save
 from .output import out
@@ -40,8 +41,6 @@ def cmd_stat(args: argparse.Namespace) -> int:
         return EXIT_NOT_FOUND
     lines = result.lines()
     if args.simulate:
-        from ..counters import simulate  # valgrind's runner loads only when asked for
-
         sim = simulate(cmd)
         result = replace(result, simulated=sim.to_dict())
         lines += ["", *str(sim).splitlines()]
