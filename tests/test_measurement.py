@@ -189,6 +189,9 @@ def test_each_warning_is_a_record_with_its_code(code: str, severity: str, start:
     assert record.severity == severity
     assert re.fullmatch(r"[a-z]+(-[a-z]+)*", record.code)
     assert record.message == str(record) and type(record.message) is str
+    # A results file keeps the text alone: reading it back finds the same code and severity.
+    restored = Measurement.from_dict({**m.to_dict(), "warnings": [record.message]}).warnings
+    assert [(w.code, w.severity) for w in restored] == [(code, severity)]  # type: ignore[attr-defined]
 
 
 def test_summary_warnings_keep_their_text_and_gain_a_code() -> None:

@@ -32,9 +32,9 @@ INTERFERENCE_WARN_SHARE = 0.05
 INTERFERENCE_WARN_SHIFT = 0.01
 
 # Every warning a Measurement can carry: its code, its severity and how its sentence begins
-# (those of fastbench.stats.summarize included). measurement_warnings codes its sentences by
-# this table, and from_dict codes saved sentences by it again, since results files keep the
-# text alone. "info" marks what the figure already accounts for: the median leaves out the
+# (those of fastbench.stats.summarize included). Each warning is coded where it is written;
+# this table codes them again when a results file is read, since files keep the text alone
+# (tests check that it recognises every sentence the writers produce). "info" marks what the figure already accounts for: the median leaves out the
 # interference phases, and steady_clock is correct, only coarser than the TSC.
 _WARNING_KINDS: tuple[tuple[str, str, re.Pattern[str]], ...] = (
     ("high-variation", "warning", re.compile(r"high variation: ")),
@@ -48,8 +48,6 @@ _WARNING_KINDS: tuple[tuple[str, str, re.Pattern[str]], ...] = (
     ("call-floor-noise", "warning",
      re.compile(r"the body costs no more than the call floor's noise ")),
 )
-# The code of a sentence the table does not know (a new one without its entry).
-_UNKNOWN_CODE = "measurement-warning"
 
 
 @dataclass(frozen=True, eq=False)
@@ -341,25 +339,23 @@ def measurement_warnings(m: Measurement, clock_reason: str = "") -> tuple[Warnin
     phases = m.phases
     moved = m.raw_median_ns / m.median_ns - 1.0 if m.median_ns > 0 else 0.0
     if phases.disturbed_share >= INTERFERENCE_WARN_SHARE and moved >= INTERFERENCE_WARN_SHIFT:
-        found.append(
+        found.append(WarningRecord(
             f"interference: {phases.disturbed_share:.1%} of the samples ran in phases "
             f"{phases.slowdown(m.samples_ns):.2f}x slower (raw median {format_ns(m.raw_median_ns)}); "
-            "the median is over the quiet phases, every sample is kept"
-        )
+            "the median is over the quiet phases, every sample is kept",
+            "interference", "info"))
     if m.clock == "steady" and clock_reason.startswith("steady"):
-        found.append(f"clock fallback: {clock_reason}")
+        found.append(WarningRecord(f"clock fallback: {clock_reason}", "clock-fallback", "info"))
     rel = m.rel_ci
     if m.target_rel_ci is not None and m.stop_reason == "max_time_s":
         got = "no CI yet" if rel is None else f"{rel * 100:.3g}%"
-        found.append(
+        found.append(WarningRecord(
             f"precision target not reached: median CI ±{got} > ±{m.target_rel_ci * 100:.3g}% "
-            "when the time budget ran out"
-        )
+            "when the time budget ran out", "precision-target-unmet"))
     noise = 3.0 * max(m.call_floor_mad_ns, 0.0)
     if m.call_floor_kind != "unknown" and m.net_median_ns <= noise:
-        found.append(
+        found.append(WarningRecord(
             f"the body costs no more than the call floor's noise (net {format_ns(m.net_median_ns)}, "
-            f"floor {format_ns(m.call_floor_ns)}): the figure is mostly call overhead"
-        )
-    return tuple(WarningRecord(text, *(_kind(text) or (_UNKNOWN_CODE, "warning")))
-                 for text in found)
+            f"floor {format_ns(m.call_floor_ns)}): the figure is mostly call overhead",
+            "call-floor-noise"))
+    return tuple(found)

@@ -13,6 +13,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .._checks import check_fraction
+from ..report.warnings import WarningRecord
 from ._scipy import sps
 from .plain import plain, require_finite
 from .robust import median_mad
@@ -129,7 +130,7 @@ class Summary:
         ``trend_p < 0.01`` and ``|trend_tau| >= 0.3``: a trend both significant and large
         (warm-up, thermal throttling, a competing process). The tau floor keeps long runs
         with a tiny, harmless slope from being flagged.
-    warnings : tuple of str
+    warnings : tuple of WarningRecord
         One sentence each for: high variation (the spread of the bulk, 1.4826 MAD / median,
         above 10%; cv is quoted beside it), few samples (n < 10), outliers (when more than
         one, more than 5% of the samples, and leaving them out would move the median by
@@ -158,7 +159,7 @@ class Summary:
     trend_tau: float | None
     trend_p: float | None
     drift: bool
-    warnings: tuple[str, ...]
+    warnings: tuple[WarningRecord, ...]
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready data: tuples become lists, None is kept."""
@@ -317,16 +318,16 @@ def _summarize(x: NDArray[np.float64], confidence: float) -> Summary:
         and abs(tau) >= _DRIFT_TAU
     )
 
-    notes: list[str] = []
+    notes: list[WarningRecord] = []
     robust_cv = 1.4826 * mad / abs(median) if median != 0.0 else None
     if cv is not None and robust_cv is not None and robust_cv > _HIGH_CV:
-        notes.append(
+        notes.append(WarningRecord(
             f"high variation: the bulk of the samples spreads {robust_cv:.1%} of the median "
             f"(1.4826 MAD; the coefficient of variation is {cv:.1%}); "
-            "the machine may be busy or the benchmark unstable"
-        )
+            "the machine may be busy or the benchmark unstable", "high-variation"))
     if n < FEW_SAMPLES:
-        notes.append(f"few samples: {n} (at least {FEW_SAMPLES} recommended)")
+        notes.append(WarningRecord(f"few samples: {n} (at least {FEW_SAMPLES} recommended)",
+                                   "few-samples"))
     flagged = len(outliers.indices)
     # Interrupted samples are normal in timing data and move no median: warn only when
     # outliers are a notable share of the samples and the median depends on them (they
@@ -335,22 +336,19 @@ def _summarize(x: NDArray[np.float64], confidence: float) -> Summary:
         flagged > max(1.0, _OUTLIER_SHARE * n)
         and _median_shift(x, median, outliers) > _OUTLIER_MEDIAN_SHIFT
     ):
-        notes.append(
+        notes.append(WarningRecord(
             f"{flagged} outlier(s) of {n} samples: {outliers.tukey_mild} mild and "
             f"{outliers.tukey_severe} severe by Tukey's fences, {outliers.modified_z} by the "
-            "modified z-score; they are kept in every statistic"
-        )
+            "modified z-score; they are kept in every statistic", "outliers"))
     if multimodal and bc is not None:
-        notes.append(
+        notes.append(WarningRecord(
             f"the distribution looks multimodal (bimodality coefficient {bc:.2f} > 0.555): "
-            "the mean and median may describe neither mode"
-        )
+            "the mean and median may describe neither mode", "multimodal"))
     if drift and tau is not None and trend_p is not None:
         direction = "up" if tau > 0 else "down"
-        notes.append(
+        notes.append(WarningRecord(
             f"the samples drift {direction} over the run (Mann-Kendall tau = {tau:+.2f}, "
-            f"p = {trend_p:.2g}): warm-up, throttling or interference"
-        )
+            f"p = {trend_p:.2g}): warm-up, throttling or interference", "drift"))
 
     return Summary(
         n=n,
