@@ -19,9 +19,18 @@ from .events import (
 )
 # check_events is for the modules that count (timing), outside __all__.
 from .events import check_events as check_events
+from .instructions import (
+    CountComparison,
+    InstructionCount,
+    compare_counts,
+    count_instructions,
+    count_statement_instructions,
+)
 from .samples import SampleCounts, count_samples
 from .simulation import SimulatedCounts, SimulationTimeout, SimulationUnavailable, simulate
 
-__all__ = ["CounterResult", "CountersUnavailable", "EventAvailability", "EventCount",
-           "SampleCounts", "SimulatedCounts", "SimulationTimeout", "SimulationUnavailable",
-           "available", "count", "count_samples", "event_names", "simulate"]
+__all__ = ["CountComparison", "CounterResult", "CountersUnavailable", "EventAvailability",
+           "EventCount", "InstructionCount", "SampleCounts", "SimulatedCounts",
+           "SimulationTimeout", "SimulationUnavailable", "available", "compare_counts", "count",
+           "count_instructions", "count_samples", "count_statement_instructions",
+           "event_names", "simulate"]

@@ -1,7 +1,8 @@
-"""simulate(): count instructions and simulate caches and branches of a command or a
-callable under valgrind, from checking the arguments to the result. The geometry, the
-target, the valgrind processes and the output each have their own module; this one only
-puts them together and, for a callable, subtracts the run that made no call.
+"""simulate() and simulate_statement(): count instructions and simulate caches and branches
+of a command, a callable or a statement under valgrind, from checking the arguments to the
+result. The geometry, the target, the valgrind processes and the output each have their own
+module; this one only puts them together and, for a callable or a statement, subtracts the
+run that made no call.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from types import TracebackType
 from typing import Any, Mapping
 
 from ..._checks import check_int, check_seconds
@@ -20,9 +22,16 @@ from ...errors import FastbenchError
 from .counts import TOOLS, SimulatedCounts
 from .geometry import CacheGeometry, detect_geometry, explicit_geometry
 from .runner import Run, finish, kill, start, tool_options, valgrind_path, valgrind_version
-from .target import DRIVER, TargetArg, callable_spec, check_program, command_argv
+from .target import (
+    DRIVER,
+    TargetArg,
+    callable_spec,
+    check_program,
+    command_argv,
+    statement_source,
+)
 
-__all__ = ["simulate"]
+__all__ = ["simulate", "simulate_statement"]
 
 # Set in the driver's environment: a script without an `if __name__ == "__main__":` guard
 # would otherwise call simulate() again inside valgrind, and again inside that.
@@ -42,6 +51,61 @@ def _check_args(tool: object, calls: object, timeout_s: object) -> tuple[int, fl
     if count < 1:
         raise ValueError(f"calls must be >= 1, got {count}")
     return count, check_seconds("timeout_s", timeout_s)
+
+
+def _explicit_caches(caches: Mapping[str, tuple[int, int, int]] | None,
+                     tool: str) -> dict[str, CacheGeometry]:
+    if caches is not None and tool != "cachegrind":
+        raise ValueError(f"caches applies to cachegrind only; {tool} simulates no caches")
+    return explicit_geometry(caches) if caches is not None else {}
+
+
+def _refuse_nested() -> None:
+    if os.environ.get(_CHILD_ENV):
+        raise FastbenchError(
+            "simulate() was called inside a simulated process: the script that defines the "
+            "target runs again there, so guard its top-level code with "
+            "`if __name__ == \"__main__\":`"
+        )
+
+
+def _geometry(tool: str, explicit: Mapping[str, CacheGeometry]
+              ) -> tuple[dict[str, CacheGeometry], list[str]]:
+    """The caches to simulate (explicit ones over detected ones) and the detection's notes."""
+    if tool != "cachegrind":
+        return {}, []
+    detected, detect_notes = detect_geometry()
+    return {**detected, **explicit}, [n for n in detect_notes if n[:2] not in explicit]
+
+
+class _Runs:
+    """The valgrind runs of one simulation, their files in one temporary directory; every
+    run still going is killed, and the directory removed, when the block ends."""
+
+    def __init__(self, valgrind: str, tool: str, geometry: Mapping[str, CacheGeometry]) -> None:
+        self.valgrind, self.tool, self.geometry = valgrind, tool, geometry
+        self.runs: list[Run] = []
+        self._tmp = tempfile.TemporaryDirectory(prefix="fastbench-valgrind-")
+        self.dir = Path(self._tmp.name)
+
+    def __enter__(self) -> _Runs:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        try:
+            for run in self.runs:
+                kill(run)
+        finally:
+            self._tmp.cleanup()
+
+    def launch(self, tag: str, what: str, workload: list[str],
+               env: Mapping[str, str] | None) -> Run:
+        out, log = self.dir / f"out{tag}", self.dir / f"log{tag}"
+        argv_run = [self.valgrind, *tool_options(self.tool, out, log, self.geometry), *workload]
+        run = start(what, argv_run, out, log, self.dir / f"stderr{tag}", env)
+        self.runs.append(run)
+        return run
 
 
 def simulate(
@@ -131,10 +195,7 @@ def simulate(
         The command's program does not exist.
     """
     calls, timeout = _check_args(tool, calls, timeout_s)
-    if caches is not None and tool != "cachegrind":
-        raise ValueError(f"caches applies to cachegrind only; {tool} simulates no caches")
-    explicit = explicit_geometry(caches) if caches is not None else {}
-    is_command = isinstance(target, (str, list, tuple))
+    explicit = _explicit_caches(caches, tool)
     if isinstance(target, (str, list, tuple)):
         if args:
             raise TypeError("args are passed to a callable; put a command's arguments in "
@@ -142,76 +203,124 @@ def simulate(
         if calls != 1:
             raise ValueError("calls applies to a callable; a command runs once")
         argv = command_argv(target)
-    elif callable(target):
-        module, qualname, main_path = callable_spec(target)
-        try:
-            args_blob = pickle.dumps(args, protocol=pickle.HIGHEST_PROTOCOL)
-        except Exception as exc:  # noqa: BLE001 - pickling raises many types
-            raise TypeError(f"the arguments must be picklable to reach the simulated process: "
-                            f"{type(exc).__name__}: {exc}") from None
-    else:
+        _refuse_nested()
+        valgrind = valgrind_path()
+        check_program(argv[0])
+        geometry, notes = _geometry(tool, explicit)
+        version = valgrind_version(valgrind)
+        deadline = time.monotonic() + timeout
+        with _Runs(valgrind, tool, geometry) as runs:
+            what = f"command {shlex.join(argv)!r}"
+            run = runs.launch("1", what, argv, None)
+            totals, simulated_geometry = finish(run, deadline, timeout)
+        events = {k: float(v) for k, v in totals.items()}
+        return SimulatedCounts(
+            tool=tool, target=shlex.join(argv), events=events, per_call=False,
+            calls=1, totals=totals, geometry=simulated_geometry, notes=tuple(notes),
+            valgrind_version=version, command=tuple(run.argv),
+        )
+    if not callable(target):
         raise TypeError(f"target must be a command (list of str, or str) or a callable, got "
                         f"{type(target).__name__}")
-    if os.environ.get(_CHILD_ENV):
-        raise FastbenchError(
-            "simulate() was called inside a simulated process: the script that defines the "
-            "target runs again there, so guard its top-level code with "
-            "`if __name__ == \"__main__\":`"
-        )
+    module, qualname, main_path = callable_spec(target)
+    try:
+        args_blob = pickle.dumps(args, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception as exc:  # noqa: BLE001 - pickling raises many types
+        raise TypeError(f"the arguments must be picklable to reach the simulated process: "
+                        f"{type(exc).__name__}: {exc}") from None
+    spec = {"module": module, "qualname": qualname, "main_path": main_path, "args": args_blob}
+    return _simulate_in_python(f"{module}:{qualname}", "import only", spec, calls, tool,
+                               explicit, timeout)
+
+
+def simulate_statement(
+    stmt: str,
+    setup: str = "pass",
+    *,
+    calls: int = 1,
+    tool: str = "cachegrind",
+    caches: Mapping[str, tuple[int, int, int]] | None = None,
+    timeout_s: float = 600.0,
+) -> SimulatedCounts:
+    """Count instructions per execution of a statement string, under valgrind.
+
+    The statement runs as :func:`timeit.timeit` runs it: compiled into a function whose
+    body is ``setup`` once, then ``stmt`` in a ``for`` loop (names from ``setup`` are
+    locals). That function runs in a fresh ``sys.executable`` under valgrind, twice, with
+    the same setup: once with 0 iterations, once with ``calls``; the result is the
+    difference divided by ``calls``, so start-up and setup cancel and each iteration's
+    ``for`` step is counted with the statement. Both run in a fresh namespace: ``setup``
+    imports what ``stmt`` needs. The environment and caveats are those of :func:`simulate`.
+
+    Parameters
+    ----------
+    stmt : str
+        The statement (several lines are fine).
+    setup : str
+        Run once before the loop, in both runs.
+    calls : int
+        Executions of ``stmt`` in the measured run (>= 1).
+    tool : {"cachegrind", "callgrind"}
+        As for :func:`simulate`.
+    caches : mapping, optional
+        As for :func:`simulate` (cachegrind only).
+    timeout_s : float
+        Wall-time limit in seconds for the whole simulation; the runs are killed when it
+        passes.
+
+    Returns
+    -------
+    SimulatedCounts
+        Per-call events; ``target`` reads ``statement '<stmt>'``.
+
+    Raises
+    ------
+    SimulationUnavailable
+        valgrind is not installed.
+    SimulationTimeout
+        A run did not finish within ``timeout_s``.
+    FastbenchError
+        The statement or its setup raised under valgrind (the message ends with its
+        traceback), or valgrind failed; also when called inside a simulated process.
+    TypeError
+        ``stmt`` or ``setup`` is not a str; a malformed ``caches``.
+    SyntaxError
+        ``stmt`` or ``setup`` does not compile (checked before valgrind starts).
+    ValueError
+        An unknown tool, ``calls`` < 1, ``timeout_s`` <= 0, a cache geometry cachegrind
+        cannot simulate, or ``caches`` with callgrind.
+    """
+    calls, timeout = _check_args(tool, calls, timeout_s)
+    explicit = _explicit_caches(caches, tool)
+    source = statement_source(stmt, setup)
+    return _simulate_in_python(f"statement {stmt!r}", "setup only", {"statement": source},
+                               calls, tool, explicit, timeout)
+
+
+def _simulate_in_python(name: str, what_none: str, spec_base: Mapping[str, Any], calls: int,
+                        tool: str, explicit: Mapping[str, CacheGeometry],
+                        timeout: float) -> SimulatedCounts:
+    """The driver under valgrind twice, with 0 calls and with ``calls``, in parallel; the
+    per-call difference. ``spec_base`` names the callable or holds the statement's source."""
+    _refuse_nested()
     valgrind = valgrind_path()
-    if is_command:
-        check_program(argv[0])
-
-    notes: list[str] = []
-    geometry: dict[str, CacheGeometry] = {}
-    if tool == "cachegrind":
-        detected, detect_notes = detect_geometry()
-        geometry = {**detected, **explicit}
-        notes.extend(n for n in detect_notes if n[:2] not in explicit)
+    geometry, notes = _geometry(tool, explicit)
     version = valgrind_version(valgrind)
-
+    env = {**_SINGLE_THREADED, **os.environ, "PYTHONHASHSEED": "0",
+           "PYTHONDONTWRITEBYTECODE": "1", _CHILD_ENV: "1"}
     deadline = time.monotonic() + timeout
-    with tempfile.TemporaryDirectory(prefix="fastbench-valgrind-") as tmp_name:
-        tmp = Path(tmp_name)
-        runs: list[Run] = []
-
-        def launch(tag: str, what: str, workload: list[str],
-                   env: Mapping[str, str] | None) -> Run:
-            out, log = tmp / f"out{tag}", tmp / f"log{tag}"
-            argv_run = [valgrind, *tool_options(tool, out, log, geometry), *workload]
-            run = start(what, argv_run, out, log, tmp / f"stderr{tag}", env)
-            runs.append(run)
-            return run
-
-        try:
-            if is_command:
-                what = f"command {shlex.join(argv)!r}"
-                totals, simulated_geometry = finish(launch("1", what, argv, None),
-                                                    deadline, timeout)
-                events = {k: float(v) for k, v in totals.items()}
-                return SimulatedCounts(
-                    tool=tool, target=shlex.join(argv), events=events, per_call=False,
-                    calls=1, totals=totals, geometry=simulated_geometry, notes=tuple(notes),
-                    valgrind_version=version, command=tuple(runs[0].argv),
-                )
-            env = {**_SINGLE_THREADED, **os.environ, "PYTHONHASHSEED": "0",
-                   "PYTHONDONTWRITEBYTECODE": "1", _CHILD_ENV: "1"}
-            name = f"{module}:{qualname}"
-            started = []
-            for tag, n in (("0", 0), ("1", calls)):
-                spec_path = tmp / f"spec{tag}"
-                spec = {"sys_path": [p for p in sys.path if isinstance(p, str)],
-                        "module": module, "qualname": qualname, "main_path": main_path,
-                        "args": args_blob, "calls": n}
-                spec_path.write_bytes(pickle.dumps(spec, protocol=pickle.HIGHEST_PROTOCOL))
-                what = f"{name} ({'import only' if n == 0 else f'{n} call' + 's' * (n != 1)})"
-                started.append(launch(tag, what, [sys.executable, "-c", DRIVER,
-                                                  str(spec_path)], env))
-            baseline, _ = finish(started[0], deadline, timeout)
-            totals, simulated_geometry = finish(started[1], deadline, timeout)
-        finally:
-            for run in runs:
-                kill(run)
+    with _Runs(valgrind, tool, geometry) as runs:
+        started = []
+        for tag, n in (("0", 0), ("1", calls)):
+            spec_path = runs.dir / f"spec{tag}"
+            spec = {"sys_path": [p for p in sys.path if isinstance(p, str)], **spec_base,
+                    "calls": n}
+            spec_path.write_bytes(pickle.dumps(spec, protocol=pickle.HIGHEST_PROTOCOL))
+            what = f"{name} ({what_none if n == 0 else f'{n} call' + 's' * (n != 1)})"
+            started.append(runs.launch(tag, what, [sys.executable, "-c", DRIVER,
+                                                   str(spec_path)], env))
+        baseline, _ = finish(started[0], deadline, timeout)
+        totals, simulated_geometry = finish(started[1], deadline, timeout)
 
     events = {k: (totals[k] - baseline.get(k, 0)) / calls for k in totals}
     negative = [f"{k} {v:+.1f}" for k, v in events.items() if v < 0]

@@ -1,7 +1,8 @@
-"""What simulate() runs: a command line, checked before valgrind starts, or a callable named
-by module and qualified name so that a fresh Python under valgrind can import it, plus the
-driver that process runs. Refuses, with the reason and what to pass instead, callables
-that cannot be named (lambdas, closures, bound methods, partials).
+"""What simulate() runs: a command line, checked before valgrind starts, a callable named
+by module and qualified name so that a fresh Python under valgrind can import it, or a
+statement compiled into a loop, plus the driver that process runs. Refuses, with the reason
+and what to pass instead, callables that cannot be named (lambdas, closures, bound methods,
+partials). Runs no valgrind itself.
 """
 
 from __future__ import annotations
@@ -12,19 +13,34 @@ import os
 import shlex
 import shutil
 import sys
+import textwrap
 from functools import partial
 from typing import Any, Callable, Sequence, Union
 
-__all__ = ["DRIVER", "TargetArg", "callable_spec", "check_program", "command_argv"]
+__all__ = ["DRIVER", "STATEMENT_NAMESPACE", "TargetArg", "callable_spec", "check_program",
+           "command_argv", "statement_loop", "statement_source"]
+
+# The module name a statement's loop runs under, here and in the driver: neither "__main__"
+# (the driver's own) nor the name of an importable module.
+STATEMENT_NAMESPACE = "__fastbench_statement__"
+# The file name a statement's tracebacks show.
+_STATEMENT_FILE = "<fastbench-statement>"
 
 # Runs inside valgrind, twice, with the same text; only the spec file (same path length)
 # differs, and within it only the number of calls, so the two processes do the same work
 # up to the calls. sys.path comes first so that the target's module imports as it does here.
+# A statement spec carries the source of statement_source(): its setup runs in both
+# processes, its loop 0 times in one and ``calls`` times in the other.
 DRIVER = """\
 import pickle, sys
 with open(sys.argv[1], "rb") as f:
     spec = pickle.load(f)
 sys.path[:] = spec["sys_path"] + [p for p in sys.path if p not in spec["sys_path"]]
+if spec.get("statement") is not None:
+    namespace = {"__name__": %r}
+    exec(compile(spec["statement"], %r, "exec"), namespace)
+    namespace["inner"](spec["calls"])
+    sys.exit(0)
 if spec["main_path"] is None:
     import importlib
     obj = importlib.import_module(spec["module"])
@@ -38,6 +54,18 @@ for name in spec["qualname"].split("."):
 args = pickle.loads(spec["args"])
 for _ in range(spec["calls"]):
     obj(*args)
+""" % (STATEMENT_NAMESPACE, _STATEMENT_FILE)
+
+# A statement runs as the stdlib's timeit runs it: ``setup`` once, then ``stmt`` in a
+# ``for`` loop inside a function, so names from ``setup`` are fast locals. The loop counter
+# is itertools.repeat, the cheapest iterator, and the source imports it itself so that it
+# needs nothing but a fresh namespace, in this process and in the driver alike.
+_STATEMENT_TEMPLATE = """\
+from itertools import repeat as _repeat
+def inner(_calls):
+    {setup}
+    for _ in _repeat(None, _calls):
+        {stmt}
 """
 
 TargetArg = Union[str, Sequence[str], Callable[..., object]]
@@ -114,3 +142,32 @@ def callable_spec(fn: Callable[..., object]) -> tuple[str, str, str | None]:
         raise _reject(fn, f"{module}.{qualname} does not name this object (was it replaced "
                           "or wrapped by a decorator without functools.wraps?)")
     return module, qualname, main_path
+
+
+def statement_source(stmt: str, setup: str = "pass") -> str:
+    """The source of ``inner(calls)``: ``setup`` once, then ``stmt`` ``calls`` times.
+
+    Raises
+    ------
+    TypeError
+        ``stmt`` or ``setup`` is not a str.
+    SyntaxError
+        ``stmt`` or ``setup`` does not compile on its own (the error points into it).
+    """
+    for label, src in (("stmt", stmt), ("setup", setup)):
+        if not isinstance(src, str):
+            raise TypeError(f"{label} must be a str of Python source, got {type(src).__name__}")
+        compile(src, f"<fastbench-{label}>", "exec")
+    return _STATEMENT_TEMPLATE.format(
+        setup=textwrap.indent(setup, " " * 4).strip() or "pass",
+        stmt=textwrap.indent(stmt, " " * 8).strip() or "pass",
+    )
+
+
+def statement_loop(source: str) -> Callable[[int], None]:
+    """``inner`` compiled from :func:`statement_source` in a fresh namespace, as the driver
+    compiles it under valgrind."""
+    namespace: dict[str, Any] = {"__name__": STATEMENT_NAMESPACE}
+    exec(compile(source, _STATEMENT_FILE, "exec"), namespace)  # noqa: S102
+    inner: Callable[[int], None] = namespace["inner"]
+    return inner

@@ -1,0 +1,753 @@
+"""Instructions per call, user space: a deterministic metric that does not move with the
+host's speed. Counted by the hardware PMU where ``instructions`` can be opened, else
+simulated by valgrind's cachegrind. Owns the InstructionCount record, the counting of a
+callable or a statement, and the verdict on two counts (CountComparison); the perf_event
+loop is fastbench._core's and :mod:`.samples`', the valgrind runs :mod:`.simulation`'s.
+Never prints.
+"""
+
+from __future__ import annotations
+
+import gc
+import math
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+from .. import _core
+from .._checks import check_choice, check_fraction, check_int, check_seconds
+from ..stats.robust import median_mad
+from .events import CountersUnavailable
+from .samples import count_samples
+from .simulation import SimulatedCounts, SimulationTimeout, SimulationUnavailable, simulate
+from .simulation.runner import valgrind_path
+from .simulation.simulation import simulate_statement
+from .simulation.target import callable_spec, statement_loop, statement_source
+
+__all__ = ["CYCLE_WEIGHTS", "SOURCES", "VERDICTS", "CountComparison", "InstructionCount",
+           "compare_counts", "count_instructions", "count_statement_instructions"]
+
+SOURCES = ("pmu", "simulated")
+_SOURCE_CHOICES = ("auto", *SOURCES)
+_LABELS = {"pmu": "hardware PMU, user space", "simulated": "simulated: valgrind cachegrind"}
+VERDICTS = ("faster", "slower", "within tolerance")
+
+# calls=None: enough calls to take about this long natively, within [_MIN_CALLS, _MAX_CALLS].
+# Under valgrind (20-100x slower) that is one to two seconds on top of the interpreter's
+# start-up; on the PMU it is one sample.
+_TARGET_NS = 20e6
+_MIN_CALLS, _MAX_CALLS = 10, 10_000
+# Picking calls times batches of 1, 10, 100, ... calls until one lasts this long.
+_PICK_BATCH_NS = 1e6
+# PMU: counted samples per run (after one uncounted warm-up sample); the median is kept.
+_PMU_SAMPLES = 11
+_PMU_EVENTS = ("instructions", "cycles")
+
+# Cycle estimate from cachegrind's events, with the weights of KCachegrind's "CEst"
+# (its GlobalConfig::knownFormula: CEst = Ir + 10 Bm + 10 L1m + 100 LLm, where
+# L1m = I1mr + D1mr + D1mw, LLm = ILmr + DLmr + DLmw, Bm = Bcm + Bim; its Ge term counts
+# callgrind's global bus events, which cachegrind does not collect). One cycle per
+# instruction, L1 hits included; 10 more per L1 miss (a last-level hit: about 4-40 cycles
+# on current cores); 100 more per last-level miss (DRAM); 10 per mispredicted branch
+# (about 15-20 on current cores). An LL miss is also an L1 miss, so it costs 110 in all.
+CYCLE_WEIGHTS: dict[str, float] = {
+    "Ir": 1.0,
+    "I1mr": 10.0, "D1mr": 10.0, "D1mw": 10.0,
+    "ILmr": 100.0, "DLmr": 100.0, "DLmw": 100.0,
+    "Bcm": 10.0, "Bim": 10.0,
+}
+
+
+@dataclass(frozen=True)
+class InstructionCount:
+    """Instructions per call of a callable or a statement, user space only.
+
+    Attributes
+    ----------
+    name : str
+        Label for reports.
+    per_call : float
+        Instructions per call: the median of ``runs``.
+    runs : tuple of float
+        Instructions per call of each repeated measurement; under valgrind they are the
+        same in every run.
+    source : str
+        "pmu" (hardware counters, this process) or "simulated" (valgrind cachegrind in a
+        fresh interpreter).
+    calls : int
+        Calls per measurement (per sample for the PMU).
+    estimated_cycles : float or None
+        Simulated only: cycles per call estimated from the simulated cache misses and
+        branch mispredictions with :data:`CYCLE_WEIGHTS`; an estimate, not a measurement.
+        None for the PMU (its measured ``cycles`` is in ``events`` where it opened).
+    events : dict of str to float
+        Per call: cachegrind's events (Ir, I1mr, ILmr, Dr, D1mr, DLmr, Dw, D1mw, DLmw, Bc,
+        Bcm, Bi, Bim) or the PMU's counts ("instructions", "cycles"), medians over runs.
+    wall_s : float
+        Wall time of the whole measurement in seconds, picking ``calls`` included.
+    notes : tuple of str
+        What the count cannot see and what it assumes.
+    """
+
+    name: str
+    per_call: float
+    runs: tuple[float, ...]
+    source: str
+    calls: int
+    estimated_cycles: float | None
+    events: dict[str, float]
+    wall_s: float
+    notes: tuple[str, ...] = ()
+
+    @property
+    def label(self) -> str:
+        """Where the count comes from, as every report must say it."""
+        return _LABELS.get(self.source, self.source)
+
+    @property
+    def spread(self) -> float:
+        """(max - min) / median of ``runs``: 0.0 when they agree (always, simulated);
+        inf when they differ around a median of 0."""
+        low, high = min(self.runs), max(self.runs)
+        if high == low:
+            return 0.0
+        med = median_mad(self.runs)[0]
+        return (high - low) / abs(med) if med != 0 else math.inf
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready data; :meth:`from_dict` restores it (``label`` is derived)."""
+        return {
+            "name": self.name,
+            "label": self.label,
+            "per_call": float(self.per_call),
+            "runs": [float(r) for r in self.runs],
+            "source": self.source,
+            "calls": int(self.calls),
+            "estimated_cycles": (None if self.estimated_cycles is None
+                                 else float(self.estimated_cycles)),
+            "events": {k: float(v) for k, v in self.events.items()},
+            "wall_s": float(self.wall_s),
+            "notes": list(self.notes),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> InstructionCount:
+        """Rebuild from :meth:`to_dict` output.
+
+        Raises
+        ------
+        ValueError
+            ``data`` is not a mapping, or a field is missing or malformed (the message
+            names the field and what it must hold).
+        """
+        r = _Fields("InstructionCount", data)
+        runs = r.numbers("runs")
+        if not runs:
+            raise ValueError("InstructionCount field 'runs' must hold at least one count")
+        estimated = data.get("estimated_cycles")
+        return cls(
+            name=r.text("name"),
+            per_call=r.number("per_call"),
+            runs=tuple(runs),
+            source=r.choice("source", SOURCES),
+            calls=r.integer("calls", minimum=1),
+            estimated_cycles=None if estimated is None else r.number("estimated_cycles"),
+            events=r.number_map("events"),
+            wall_s=r.number("wall_s", minimum=0.0),
+            notes=tuple(r.texts("notes", default=())),
+        )
+
+    def __str__(self) -> str:
+        return f"{self.per_call:,.0f} instructions/call ({self.label})"
+
+
+@dataclass(frozen=True)
+class CountComparison:
+    """Baseline ``a`` against candidate ``b`` on instructions per call.
+
+    Attributes
+    ----------
+    a, b : float
+        Instructions per call of the baseline and of the candidate.
+    speedup : float
+        a / b: above 1 the candidate executes fewer instructions.
+    rel_diff_pct : float
+        (b / a - 1) x 100: the candidate's change in percent.
+    tolerance : float
+        Relative change within which the two count as the same (0.005: ±0.5%).
+    verdict : str
+        "faster" (b below a by more than the tolerance), "slower" (above by more), or
+        "within tolerance".
+    source : str
+        "pmu" or "simulated", shared by both sides.
+    warnings : tuple of str
+        What instruction counts cannot see, always; any side whose runs disagree by more
+        than a tenth of the tolerance; calls per measurement that differ by 2x or more.
+    """
+
+    a: float
+    b: float
+    speedup: float
+    rel_diff_pct: float
+    tolerance: float
+    verdict: str
+    source: str
+    warnings: tuple[str, ...] = field(default_factory=tuple)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready data; :meth:`from_dict` restores it."""
+        return {
+            "a": float(self.a), "b": float(self.b), "speedup": float(self.speedup),
+            "rel_diff_pct": float(self.rel_diff_pct), "tolerance": float(self.tolerance),
+            "verdict": self.verdict, "source": self.source, "warnings": list(self.warnings),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> CountComparison:
+        """Rebuild from :meth:`to_dict` output.
+
+        Raises
+        ------
+        ValueError
+            ``data`` is not a mapping, or a field is missing or malformed (the message
+            names the field and what it must hold).
+        """
+        r = _Fields("CountComparison", data)
+        return cls(
+            a=r.number("a"), b=r.number("b"), speedup=r.number("speedup"),
+            rel_diff_pct=r.number("rel_diff_pct"),
+            tolerance=r.number("tolerance", minimum=0.0),
+            verdict=r.choice("verdict", VERDICTS), source=r.choice("source", SOURCES),
+            warnings=tuple(r.texts("warnings", default=())),
+        )
+
+    def __str__(self) -> str:
+        return (f"candidate {self.rel_diff_pct:+.3g}% instructions/call against the baseline "
+                f"({self.verdict}, tolerance ±{100 * self.tolerance:.3g}%, "
+                f"{_LABELS[self.source]})")
+
+
+# -- counting -----------------------------------------------------------------------------------
+
+
+def count_instructions(
+    fn: Callable[..., Any],
+    /,
+    *args: Any,
+    calls: int | None = None,
+    runs: int = 1,
+    source: str = "auto",
+    timeout_s: float = 600.0,
+    name: str | None = None,
+) -> InstructionCount:
+    """Count the user-space instructions of one call of ``fn(*args)``.
+
+    With ``source="pmu"`` the hardware counts ``instructions`` (and ``cycles`` where it
+    opens) in this process, user space only, around the same native vectorcall loop that
+    timing uses: one warm-up sample, then 11 samples of ``calls`` calls; per call is the
+    median sample net of an empty sample of the native loop, with the cyclic GC paused. The
+    count includes the call itself.
+    With ``source="simulated"`` ``fn`` runs in a fresh interpreter under valgrind's
+    cachegrind (:func:`~fastbench.counters.simulate`): per call is the difference between
+    a run with ``calls`` calls and one with none, divided by ``calls``. The counts are
+    exact and repeat from run to run; cache misses and branch mispredictions are simulated,
+    and ``estimated_cycles`` weighs them with :data:`CYCLE_WEIGHTS` (KCachegrind's cycle
+    estimate). The count includes the driver's Python ``for`` step and the call. ``fn``
+    must then be importable by name (a module-level function) with picklable ``args``.
+    With ``source="auto"`` the PMU is used where ``instructions`` can be opened, valgrind
+    elsewhere (most VMs and containers expose no PMU).
+
+    Neither source sees the kernel's instructions (system calls, page faults), the clock
+    frequency, or time lost to stalls; ``notes`` say so. Both sources count one build of
+    the interpreter and the libraries: compare counts made on the same machine and
+    environment.
+
+    Parameters
+    ----------
+    fn : callable
+        What to count; called as ``fn(*args)``.
+    *args
+        Its positional arguments.
+    calls : int, optional
+        Calls per measurement (>= 1). None: enough calls for about 20 ms natively, found
+        by timing batches of 1, 10, 100, ... calls in this process until one lasts 1 ms,
+        clamped to [10, 10000]; so ``fn`` runs here first, also for the simulated source.
+    runs : int
+        Whole measurements (>= 1); ``per_call`` is the median. runs=2 checks that the
+        count repeats; simulated runs go in parallel when the machine has cores to spare.
+    source : {"auto", "pmu", "simulated"}
+        Where the count comes from; see above.
+    timeout_s : float
+        Wall-time limit in seconds for the simulated runs, all together.
+    name : str, optional
+        Label for reports; default the qualified name of ``fn``.
+
+    Returns
+    -------
+    InstructionCount
+        Per-call instructions, the count of each run, per-call events, notes.
+
+    Raises
+    ------
+    CountersUnavailable
+        ``source="pmu"`` where the PMU cannot count ``instructions`` (with the reason).
+    SimulationUnavailable
+        valgrind is needed (``source="simulated"``, or "auto" without a PMU) and is not
+        installed.
+    SimulationTimeout
+        The simulated runs did not finish within ``timeout_s``.
+    FastbenchError
+        ``fn`` failed under valgrind (the message ends with its traceback).
+    TypeError
+        ``fn`` is not callable, or (simulated) cannot be imported by name or has
+        unpicklable arguments; a bad type for another argument.
+    ValueError
+        ``calls`` or ``runs`` < 1, an unknown ``source``, ``timeout_s`` <= 0.
+    Exception
+        Whatever ``fn`` raises when it runs in this process (picking ``calls``, or the
+        PMU).
+    """
+    if not callable(fn):
+        hint = (" (for a statement string use count_statement_instructions)"
+                if isinstance(fn, str) else "")
+        raise TypeError(f"fn must be callable, got {type(fn).__name__}{hint}")
+    label = _check_name(name) or _qualname(fn)
+    n_calls, n_runs, chosen, timeout = _check_common(calls, runs, source, timeout_s)
+    started = time.perf_counter()
+    resolved, reason = _resolve_source(chosen)
+    if resolved == "simulated":
+        callable_spec(fn)  # TypeError for a lambda or a closure before fn runs here
+    clock = _core.auto_clock()[0]
+    sampler = _core.Sampler.calls(fn, args, {}, clock)
+    if n_calls is None:
+        n_calls = _pick_calls(lambda k: float(sampler.run(k, 1).sample_ns[0]))
+    if resolved == "pmu":
+        empty = _core.Sampler.empty(clock)
+        loops = n_calls
+        return _count_pmu(label, lambda: sampler.run(loops, 1), lambda: empty.run(loops, 1),
+                          n_calls, n_runs, started, reason,
+                          "net of an empty sample of the native loop; the call itself "
+                          "(vectorcall) is counted")
+    count_calls = n_calls
+    return _count_simulated(
+        label, lambda t: simulate(fn, *args, calls=count_calls, tool="cachegrind", timeout_s=t),
+        n_calls, n_runs, timeout, started, reason,
+        "the driver's for step and the call itself are counted")
+
+
+def count_statement_instructions(
+    stmt: str,
+    setup: str = "pass",
+    *,
+    calls: int | None = None,
+    runs: int = 1,
+    source: str = "auto",
+    timeout_s: float = 600.0,
+    name: str | None = None,
+) -> InstructionCount:
+    """Count the user-space instructions of one execution of a statement string.
+
+    The statement runs as :func:`timeit.timeit` runs it: compiled into a function whose
+    body is ``setup`` once, then ``stmt`` in a ``for`` loop, in a fresh namespace (``setup``
+    imports what ``stmt`` needs; its names are locals). Per call = (that function with
+    ``calls`` iterations - the same with none) / ``calls``: the setup cancels and each
+    iteration's ``for`` step is counted with the statement. With the PMU it runs in this
+    process (one warm-up sample, then 11, the cyclic GC paused; median), simulated in a
+    fresh interpreter under valgrind's cachegrind
+    (:func:`~fastbench.counters.simulation.simulation.simulate_statement`). The sources,
+    ``calls=None`` and the caveats are those of :func:`count_instructions`; the time of a
+    batch for picking ``calls`` is net of the setup.
+
+    Parameters
+    ----------
+    stmt : str
+        The statement (several lines are fine).
+    setup : str
+        Run once before the loop, in every run (and in the empty one).
+    calls : int, optional
+        Executions per measurement (>= 1); None picks them as count_instructions does.
+    runs : int
+        Whole measurements (>= 1); ``per_call`` is the median.
+    source : {"auto", "pmu", "simulated"}
+        Where the count comes from.
+    timeout_s : float
+        Wall-time limit in seconds for the simulated runs, all together.
+    name : str, optional
+        Label for reports; default the statement.
+
+    Returns
+    -------
+    InstructionCount
+        Per-execution instructions, the count of each run, per-call events, notes.
+
+    Raises
+    ------
+    SyntaxError
+        ``stmt`` or ``setup`` does not compile (before anything runs).
+    CountersUnavailable
+        ``source="pmu"`` where the PMU cannot count ``instructions`` (with the reason).
+    SimulationUnavailable
+        valgrind is needed and is not installed.
+    SimulationTimeout
+        The simulated runs did not finish within ``timeout_s``.
+    FastbenchError
+        The statement or its setup raised under valgrind (the message ends with its
+        traceback).
+    TypeError
+        ``stmt`` or ``setup`` is not a str; a bad type for another argument.
+    ValueError
+        ``calls`` or ``runs`` < 1, an unknown ``source``, ``timeout_s`` <= 0.
+    Exception
+        Whatever the statement raises when it runs in this process (picking ``calls``,
+        or the PMU), with its own message.
+    """
+    source_text = statement_source(stmt, setup)
+    label = _check_name(name) or stmt
+    n_calls, n_runs, chosen, timeout = _check_common(calls, runs, source, timeout_s)
+    started = time.perf_counter()
+    resolved, reason = _resolve_source(chosen)
+    inner = statement_loop(source_text)
+    if n_calls is None:
+        clock = _core.auto_clock()[0]
+
+        def batch_ns(k: int) -> float:
+            return _time_ns(clock, inner, k) - _time_ns(clock, inner, 0)
+
+        n_calls = _pick_calls(batch_ns)
+    if resolved == "pmu":
+        loops = n_calls
+        return _count_pmu(label, lambda: inner(loops), lambda: inner(0), n_calls, n_runs,
+                          started, reason,
+                          "net of the same loop with no iteration (the setup cancels); each "
+                          "iteration's for step is counted with the statement")
+    count_calls = n_calls
+    return _count_simulated(
+        label, lambda t: simulate_statement(stmt, setup, calls=count_calls, tool="cachegrind",
+                                            timeout_s=t),
+        n_calls, n_runs, timeout, started, reason,
+        "the setup cancels; each iteration's for step is counted with the statement")
+
+
+def compare_counts(a: InstructionCount, b: InstructionCount, *,
+                   tolerance: float = 0.005) -> CountComparison:
+    """Baseline ``a`` against candidate ``b``: fewer instructions per call, more, or the same
+    within ``tolerance``.
+
+    The verdict is "within tolerance" when ``|b - a| <= tolerance x a``, else "faster"
+    when b < a and "slower" when b > a. Counts are deterministic under valgrind, so a small
+    tolerance (the default ±0.5%) finds a change of one iteration in a hundred; a count is
+    not a time, and ``warnings`` always say what it cannot see. One-off costs of the first
+    calls are spread over ``calls``: a warning says when the sides' calls differ by 2x or
+    more.
+
+    Parameters
+    ----------
+    a, b : InstructionCount
+        Baseline and candidate, from the same source.
+    tolerance : float
+        Relative change in (0, 1) treated as no change (0.005 for ±0.5%).
+
+    Returns
+    -------
+    CountComparison
+        Both counts, speedup (a / b), the change in percent, the verdict and warnings.
+
+    Raises
+    ------
+    TypeError
+        ``a`` or ``b`` is not an InstructionCount; a tolerance that is not a number.
+    ValueError
+        A tolerance outside (0, 1); a side whose count is not positive and finite; sides
+        from different sources (measure both with the same ``source=``).
+    """
+    for label, side in (("a", a), ("b", b)):
+        if not isinstance(side, InstructionCount):
+            raise TypeError(f"{label} must be an InstructionCount (from count_instructions), "
+                            f"got {type(side).__name__}")
+        if not (math.isfinite(side.per_call) and side.per_call > 0):
+            raise ValueError(f"{label}.per_call must be a positive count to compare, got "
+                             f"{side.per_call!r}")
+    tol = check_fraction("tolerance", tolerance, example="0.005 for ±0.5%")
+    if a.source != b.source:
+        raise ValueError(f"a is {a.label} and b is {b.label}: the two count different loops "
+                         "on different machinery; measure both with the same source=")
+    ratio = b.per_call / a.per_call
+    if abs(b.per_call - a.per_call) <= tol * a.per_call:  # no rounding of the ratio at the edge
+        verdict = "within tolerance"
+    else:
+        verdict = "faster" if ratio < 1.0 else "slower"
+    return CountComparison(a=a.per_call, b=b.per_call, speedup=a.per_call / b.per_call,
+                           rel_diff_pct=(ratio - 1.0) * 100.0, tolerance=tol, verdict=verdict,
+                           source=a.source, warnings=_comparison_warnings(a, b, tol))
+
+
+# -- helpers --------------------------------------------------------------------------------------
+
+
+def _comparison_warnings(a: InstructionCount, b: InstructionCount,
+                         tolerance: float) -> tuple[str, ...]:
+    out = ["instruction counts do not see time lost to stalls beyond the cache model, the "
+           "clock frequency, other threads or processes, or the kernel (system calls, page "
+           "faults): fewer instructions is not always less time; confirm with a timing"]
+    if a.source == "simulated":
+        out.append("cache misses and branch mispredictions are simulated by valgrind "
+                   "cachegrind (two cache levels, no prefetcher), not measured; the "
+                   "instruction counts themselves are exact")
+    else:
+        out.append("hardware counts of user-space instructions in this process: they can "
+                   "vary a little from run to run (interrupts, multiplexing)")
+    low, high = sorted((a.calls, b.calls))
+    if high >= 2 * low:
+        out.append(f"the baseline made {a.calls} calls per measurement and the candidate "
+                   f"{b.calls}: one-off costs of the first calls (imports, caches, the "
+                   "interpreter specialising) are spread over different numbers of calls; "
+                   "pass the same calls= to both")
+    limit = tolerance / 10.0
+    for role, side in (("baseline", a), ("candidate", b)):
+        if len(side.runs) > 1 and side.spread > limit:
+            out.append(f"the runs of the {role} ({side.name}) disagree by "
+                       f"{100 * side.spread:.3g}%, more than a tenth of the tolerance "
+                       f"({100 * limit:.3g}%): the verdict may be noise; raise calls or runs")
+        elif len(side.runs) == 1 and side.source == "pmu":
+            out.append(f"the {role} ({side.name}) was measured once (runs=1), so how well its "
+                       "count repeats is unknown; runs=3 checks it")
+    return tuple(out)
+
+
+def _check_name(name: object) -> str | None:
+    if name is not None and not isinstance(name, str):
+        raise TypeError(f"name must be a str or None, got {type(name).__name__}")
+    return name
+
+
+def _qualname(fn: Callable[..., Any]) -> str:
+    return str(getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or repr(fn))
+
+
+def _check_common(calls: object, runs: object, source: object,
+                  timeout_s: object) -> tuple[int | None, int, str, float]:
+    n_calls = None if calls is None else check_int("calls", calls, 1, say_positive=False)
+    n_runs = check_int("runs", runs, 1, say_positive=False)
+    chosen = check_choice("source", source, _SOURCE_CHOICES)
+    return n_calls, n_runs, chosen, check_seconds("timeout_s", timeout_s)
+
+
+def _resolve_source(source: str) -> tuple[str, str]:
+    """("pmu" or "simulated", why the PMU was not used: "" when it was)."""
+    if source == "simulated":
+        valgrind_path()  # SimulationUnavailable before anything runs
+        return "simulated", ""
+    probe = _core.probe_event("instructions")
+    if probe.available:
+        return "pmu", ""
+    if source == "pmu":
+        raise _pmu_unavailable(probe.reason)
+    try:
+        valgrind_path()
+    except SimulationUnavailable:
+        raise SimulationUnavailable(
+            f"instructions cannot be counted here: the PMU cannot open them ({probe.reason}) "
+            "and valgrind is not installed; install it (e.g. apt install valgrind) to "
+            "simulate them") from None
+    return "simulated", (f"simulated because the PMU cannot count instructions here: "
+                         f"{probe.reason}")
+
+
+def _pmu_unavailable(reason: str) -> CountersUnavailable:
+    err = CountersUnavailable({"instructions": reason})
+    # The base message offers missing='skip', which does not apply to the one event needed.
+    err.args = (f"counters unavailable: instructions: {reason}; pass source='simulated' to "
+                "count them under valgrind, or source='auto'",)
+    return err
+
+
+def _time_ns(clock: str, inner: Callable[[int], None], k: int) -> float:
+    t0 = _core.read_start(clock)
+    inner(k)
+    t1 = _core.read_stop(clock)
+    return float(_core.ticks_to_ns(clock, t1 - t0))
+
+
+def _pick_calls(batch_ns: Callable[[int], float]) -> int:
+    """Calls for about ``_TARGET_NS`` natively: batches of 1, 10, 100, ... calls are timed
+    until one lasts ``_PICK_BATCH_NS`` (or holds ``_MAX_CALLS``); clamped to
+    [``_MIN_CALLS``, ``_MAX_CALLS``]."""
+    k = 1
+    while True:
+        elapsed = batch_ns(k)
+        if elapsed >= _PICK_BATCH_NS or k >= _MAX_CALLS:
+            break
+        k = min(k * 10, _MAX_CALLS)
+    per_call = max(elapsed, 0.0) / k
+    if per_call <= 0.0:
+        return _MAX_CALLS
+    return int(min(max(round(_TARGET_NS / per_call), _MIN_CALLS), _MAX_CALLS))
+
+
+def _count_pmu(label: str, run_sample: Callable[[], object], empty_sample: Callable[[], object],
+               calls: int, runs: int, started: float, why: str, net: str) -> InstructionCount:
+    per_run: list[float] = []
+    events: dict[str, list[float]] = {}
+    skipped: dict[str, str] = {}
+    scaled = False
+    was_enabled = gc.isenabled()
+    gc.disable()  # collections would add instructions at random points, as in timing
+    try:
+        for _ in range(runs):
+            run_sample()  # warm-up: first-call costs, the interpreter's specialising
+            counts = count_samples(run_sample, _PMU_EVENTS, loops=calls, samples=_PMU_SAMPLES,
+                                   missing="skip", empty_sample=empty_sample,
+                                   missing_option="source='simulated'")
+            per_call = counts.per_call
+            if "instructions" not in per_call:
+                raise _pmu_unavailable(counts.skipped.get("instructions", "it never ran"))
+            per_run.append(per_call["instructions"])
+            for event, value in per_call.items():
+                events.setdefault(event, []).append(value)
+            skipped.update(counts.skipped)
+            scaled = scaled or counts.scaled
+    finally:
+        if was_enabled:
+            gc.enable()
+    notes = [
+        "hardware PMU, user space only (perf_event excludes the kernel and the hypervisor): "
+        "instructions the kernel runs for this code (system calls, page faults) are not "
+        "counted, nor are other threads'",
+        f"per call: median of {_PMU_SAMPLES} samples of {calls} calls, {net}; the cyclic GC "
+        "was paused",
+    ]
+    notes.extend(f"{event} not counted: {reason}" for event, reason in skipped.items())
+    if scaled:
+        notes.append("the kernel multiplexed the counters: the counts are scaled estimates")
+    if why:
+        notes.append(why)
+    return InstructionCount(
+        name=label, per_call=median_mad(per_run)[0], runs=tuple(per_run), source="pmu",
+        calls=calls, estimated_cycles=None,
+        events={k: median_mad(v)[0] for k, v in events.items()},
+        wall_s=time.perf_counter() - started, notes=tuple(notes))
+
+
+def _count_simulated(label: str, measure: Callable[[float], SimulatedCounts], calls: int,
+                     runs: int, timeout: float, started: float, why: str,
+                     counted: str) -> InstructionCount:
+    deadline = time.monotonic() + timeout
+
+    def one(_: int) -> SimulatedCounts:
+        left = deadline - time.monotonic()
+        if left <= 0.0:
+            raise SimulationTimeout(f"the simulated runs of {label} did not finish within "
+                                    f"timeout_s={timeout:g} s; pass a larger timeout_s or "
+                                    "fewer runs or calls")
+        return measure(left)
+
+    # Each simulation runs two valgrind processes at once; run more only with cores to spare.
+    workers = min(runs, max(1, (os.cpu_count() or 1) // 2))
+    if workers > 1:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            results = list(pool.map(one, range(runs)))
+    else:
+        results = [one(i) for i in range(runs)]
+    per_run = [r.events["Ir"] for r in results]
+    names = list(results[0].events)
+    events = {k: median_mad([r.events.get(k, 0.0) for r in results])[0] for k in names}
+    first = results[0]
+    notes = [
+        f"simulated by valgrind {first.valgrind_version} cachegrind, not hardware counts: "
+        "instructions are exact for this interpreter, build and input; cache misses and "
+        "branch mispredictions come from cachegrind's model",
+        "user space only: valgrind does not see the kernel's instructions (system calls, "
+        "page faults); it runs the threads of the process one at a time and counts them all",
+        f"per call: (run with {calls} calls - run with none) / {calls}, each run a fresh "
+        f"interpreter under valgrind (PYTHONHASHSEED=0); {counted}",
+        "estimated_cycles = Ir + 10 x L1 misses + 100 x LL misses + 10 x mispredicted "
+        "branches (KCachegrind's weights): an estimate that ignores overlap, prefetching and "
+        "the pipeline",
+    ]
+    if why:
+        notes.append(why)
+    for r in results:
+        notes.extend(n for n in r.notes if n not in notes)
+    return InstructionCount(
+        name=label, per_call=median_mad(per_run)[0], runs=tuple(per_run), source="simulated",
+        calls=calls, estimated_cycles=_estimate_cycles(events), events=events,
+        wall_s=time.perf_counter() - started, notes=tuple(notes))
+
+
+def _estimate_cycles(events: Mapping[str, float]) -> float | None:
+    """Cycles per call from cachegrind's events with :data:`CYCLE_WEIGHTS`; None when an
+    event is missing (callgrind counts instructions only)."""
+    if not all(k in events for k in CYCLE_WEIGHTS):
+        return None
+    return math.fsum(w * events[k] for k, w in CYCLE_WEIGHTS.items())
+
+
+class _Fields:
+    """Checked reads of a record's dict: ValueError naming the record and the field."""
+
+    def __init__(self, kind: str, data: object) -> None:
+        if not isinstance(data, Mapping):
+            raise ValueError(f"{kind} data must be a mapping, got {type(data).__name__}")
+        self.kind, self.data = kind, data
+
+    def _get(self, key: str) -> Any:
+        if key not in self.data:
+            raise ValueError(f"{self.kind} data lacks the field {key!r}")
+        return self.data[key]
+
+    def _bad(self, key: str, what: str, value: object) -> ValueError:
+        return ValueError(f"{self.kind} field {key!r} must be {what}, got {value!r}")
+
+    def number(self, key: str, *, minimum: float | None = None) -> float:
+        value = self._get(key)
+        what = "a finite number" + ("" if minimum is None else f" >= {minimum:g}")
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise self._bad(key, what, value)
+        if not math.isfinite(value) or (minimum is not None and value < minimum):
+            raise self._bad(key, what, value)
+        return float(value)
+
+    def integer(self, key: str, *, minimum: int) -> int:
+        value = self._get(key)
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise self._bad(key, f"an int >= {minimum}", value)
+        return value
+
+    def text(self, key: str) -> str:
+        value = self._get(key)
+        if not isinstance(value, str):
+            raise self._bad(key, "a str", value)
+        return value
+
+    def choice(self, key: str, choices: Sequence[str]) -> str:
+        value = self._get(key)
+        if value not in choices:
+            raise self._bad(key, f"one of {', '.join(repr(c) for c in choices)}", value)
+        return str(value)
+
+    def numbers(self, key: str) -> list[float]:
+        value = self._get(key)
+        if (not isinstance(value, (list, tuple))
+                or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                           and math.isfinite(v) for v in value)):
+            raise self._bad(key, "a list of finite numbers", value)
+        return [float(v) for v in value]
+
+    def number_map(self, key: str) -> dict[str, float]:
+        value = self._get(key)
+        if (not isinstance(value, Mapping)
+                or not all(isinstance(k, str) and isinstance(v, (int, float))
+                           and not isinstance(v, bool) and math.isfinite(v)
+                           for k, v in value.items())):
+            raise self._bad(key, "a mapping of event name to finite number", value)
+        return {k: float(v) for k, v in value.items()}
+
+    def texts(self, key: str, *, default: Sequence[str]) -> list[str]:
+        if key not in self.data:
+            return list(default)
+        value = self.data[key]
+        if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+            raise self._bad(key, "a list of str", value)
+        return list(value)
