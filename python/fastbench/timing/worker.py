@@ -1,0 +1,141 @@
+"""The worker process: ``python -m fastbench.timing.worker SPEC OUT`` (the parent,
+workers.py, starts it through a bootstrap that puts its sys.path first). Loads the job,
+imports the callable and the arguments, makes one measure() or timeit() call and writes the
+Measurement's JSON to OUT. Decides nothing about the measurement: the options are the job's.
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import importlib
+import json
+import os
+import pickle
+import runpy
+import signal
+import sys
+import traceback
+import types
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from ..measurement import Measurement
+from .callables import measure
+from .statement import timeit
+from .workers import ImportRef, WorkerJob, loading_main_script
+
+_USAGE = "usage: python -m fastbench.timing.worker SPEC OUT"
+
+
+def main(argv: Sequence[str]) -> int:
+    """Run the job in the spec file ``argv[0]`` and write its result to ``argv[1]``.
+
+    Returns the exit status: 0 with the Measurement's ``to_dict()`` JSON in OUT; 1 after
+    any exception, whose traceback goes to stderr and whose summary goes to OUT as
+    ``{"worker_error": {"status", "stage", "error"}}``; 2 for a wrong command line.
+    """
+    if len(argv) != 2:
+        sys.stderr.write(_USAGE + "\n")
+        return 2
+    spec_path, out_path = argv
+    # A crash (SIGSEGV, SIGABRT...) prints the Python stack to stderr, and so does the
+    # parent's SIGUSR1 before it kills a worker past its timeout; neither costs a thing
+    # while the samples run.
+    faulthandler.enable(all_threads=True)
+    if hasattr(signal, "SIGUSR1") and hasattr(faulthandler, "register"):
+        faulthandler.register(signal.SIGUSR1, all_threads=True)
+    status, stage = "import", "loading the job"
+    try:
+        job = _load(spec_path)
+        if job.main_path is not None:
+            stage = f"re-running the __main__ script {job.main_path}"
+            _run_main_script(job.main_path)
+        if job.kind == "callable":
+            stage = f"importing {job.module}:{job.qualname}"
+            fn = _import_callable(job)
+            stage = "importing the arguments"
+            args = tuple(_resolved(a) for a in pickle.loads(job.args))
+            kwargs = {k: _resolved(v) for k, v in pickle.loads(job.kwargs).items()}
+            status, stage = "exception", "measuring"
+            result = _measure_callable(job, fn, args, kwargs)
+        elif job.kind == "statement":
+            stage = "importing the globals"
+            glob = {k: _resolved(v) for k, v in pickle.loads(job.globals).items()}
+            status, stage = "exception", "measuring"
+            result = _measure_statement(job, glob)
+        else:
+            raise ValueError(f"unknown job kind {job.kind!r}; expected 'callable' or "
+                             "'statement'")
+    except BaseException as exc:  # noqa: BLE001 - SystemExit from the workload fails it too
+        traceback.print_exc()
+        _write(out_path, {"worker_error": {
+            "status": status, "stage": stage,
+            "error": "".join(traceback.format_exception_only(type(exc), exc)).strip(),
+        }})
+        return 1
+    _write(out_path, result.to_dict())
+    return 0
+
+
+def _load(spec_path: str) -> WorkerJob:
+    with open(spec_path, "rb") as f:
+        spec = pickle.load(f)
+    path = list(spec["sys_path"])
+    sys.path[:] = path + [p for p in sys.path if p not in path]
+    job = pickle.loads(spec["job"])
+    if not isinstance(job, WorkerJob):
+        raise TypeError(f"the spec holds a {type(job).__name__}, not a WorkerJob")
+    return job
+
+
+def _run_main_script(path: str) -> None:
+    """Re-run the parent's ``__main__`` script as ``__mp_main__``, as multiprocessing's spawn
+    does, so that what it defines imports and unpickles by its ``__main__`` name."""
+    module = types.ModuleType("__mp_main__")
+    with loading_main_script():
+        module.__dict__.update(runpy.run_path(path, run_name="__mp_main__"))
+    sys.modules["__main__"] = sys.modules["__mp_main__"] = module
+
+
+def _resolved(value: Any) -> Any:
+    return value.resolve() if isinstance(value, ImportRef) else value
+
+
+def _import_callable(job: WorkerJob) -> Callable[..., Any]:
+    obj: Any = (sys.modules["__main__"] if job.module == "__main__"
+                else importlib.import_module(job.module))
+    for name in job.qualname.split("."):
+        obj = getattr(obj, name)
+    if not callable(obj):
+        raise TypeError(f"{job.module}:{job.qualname} is a {type(obj).__name__}, not callable")
+    fn: Callable[..., Any] = obj
+    return fn
+
+
+def _measure_callable(job: WorkerJob, fn: Callable[..., Any], args: tuple[Any, ...],
+                      kwargs: dict[str, Any]) -> Measurement:
+    m = measure(fn, *args, name=job.name, **job.options, **kwargs)
+    if not isinstance(m, Measurement):  # the options never ask for another metric
+        raise TypeError(f"a worker measures time, got {type(m).__name__}")
+    return m
+
+
+def _measure_statement(job: WorkerJob, glob: dict[str, Any]) -> Measurement:
+    m = timeit(job.stmt, job.setup, glob, **job.options)
+    if not isinstance(m, Measurement):
+        raise TypeError(f"a worker measures time, got {type(m).__name__}")
+    return m if m.name == job.name else replace(m, name=job.name)
+
+
+def _write(out_path: str, data: dict[str, Any]) -> None:
+    """Write ``data`` as JSON under a temporary name, then rename it: the parent never reads
+    a half-written file, whatever happens to this process."""
+    out = Path(out_path)
+    tmp = out.with_name(f"{out.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data), encoding="utf-8")
+    os.replace(tmp, out)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,787 @@
+"""Measuring in worker processes, the parent's side: the jobs (what to measure, named so
+that a fresh Python can import it), starting the workers one after the other, waiting for
+them, their failures, and the order in which the variants of a comparison take turns.
+The child's side is worker.py; nothing here times anything.
+
+What a worker does: ``sys.executable`` starts fresh (a new process, never a fork), in the
+parent's working directory and environment, with stdin closed and stdout and stderr going
+to files; it puts the parent's ``sys.path`` first, imports the callable by module and
+qualified name (re-running the ``__main__`` script under the name ``__mp_main__`` when the
+callable, an argument or a global comes from it, as multiprocessing's spawn does), unpickles
+the arguments (importing those given as :class:`ImportRef`), and makes one
+``fastbench.measure`` (or ``fastbench.timeit``) call with the options as given: it chooses
+its loops, warms up, takes its samples and writes the Measurement as JSON. It sets nothing
+that changes the measurement (only faulthandler, so that a crash or a timeout leaves the
+Python stack in its stderr).
+
+What it costs: ``processes=N`` takes about N times one measurement in this process (each
+worker runs with the same defaults: ``duration_s`` of samples plus calibration, warmup and
+the call floors), plus, per worker, an interpreter start and the imports of fastbench, of
+numpy and scipy (which the summary of the samples needs) and of the target: about 0.5-1 s.
+In exchange the spread between workers shows how much a result depends on the process it
+ran in (memory layout, hash seed, allocator state), which the samples of one process cannot
+show; pyperf runs 20 workers by default for this reason.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import inspect
+import json
+import os
+import pickle
+import pickletools
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any, Callable, Iterator, Mapping, Sequence
+
+from .._checks import check_int, check_seconds
+from ..counters.simulation.target import callable_spec
+from ..errors import FastbenchError
+from ..measurement import Measurement
+
+__all__ = ["CALLABLE_OPTIONS", "STATEMENT_OPTIONS", "ImportRef", "WorkerError", "WorkerJob",
+           "callable_job", "importable", "interleaved_order", "run_interleaved",
+           "run_workers", "statement_job"]
+
+# The options a worker passes to measure() and to timeit(); the rest of their parameters
+# (name, and those that start workers) are the job's or the parent's.
+CALLABLE_OPTIONS = ("warmup", "min_time_s", "repeat", "duration_s", "loops", "clock",
+                    "disable_gc", "max_time_s", "target_rel_ci", "counters",
+                    "counters_missing", "memory")
+STATEMENT_OPTIONS = tuple(o for o in CALLABLE_OPTIONS if not o.startswith("counters"))
+
+# How much of a failed worker's stderr an error quotes.
+_STDERR_TAIL_LINES = 20
+_STDERR_TAIL_CHARS = 4000
+# After a timeout the worker gets SIGUSR1 (faulthandler prints its stack) and this long to
+# write it, then its process group gets SIGKILL.
+_DUMP_WAIT_S = 0.3
+# "package.module:attr.path", as setuptools' entry points spell an object.
+_TARGET_RE = re.compile(r"^\w+(\.\w+)*:\w+(\.\w+)*$")
+# Pickle opcodes that push a str: a module name in a global reference is one of them.
+_STRING_OPS = frozenset({"SHORT_BINUNICODE", "BINUNICODE", "BINUNICODE8", "UNICODE",
+                         "STRING", "BINSTRING", "SHORT_BINSTRING"})
+
+# The parent puts its sys.path first before fastbench is imported, so the worker runs this
+# very fastbench even where a fresh interpreter would find another one (or none): a source
+# tree put on sys.path by a script or a test runner. The spec's outer layer is plain data
+# for that reason.
+_BOOTSTRAP = """\
+import pickle, sys
+with open(sys.argv[1], "rb") as f:
+    path = pickle.load(f)["sys_path"]
+sys.path[:] = path + [p for p in sys.path if p not in path]
+from fastbench.timing.worker import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+class WorkerError(FastbenchError):
+    """A worker process failed; nothing it or the workers before it measured is returned.
+
+    The message says which worker (its index among those of its variant, and the variant's
+    name), how it failed and ends with the tail of its stderr.
+
+    Attributes
+    ----------
+    index : int or None
+        0-based index of the worker among the ``processes`` of its variant (the message
+        counts from 1); None when no worker had started.
+    variant : str or None
+        The job's name in :func:`run_workers`, its key in :func:`run_interleaved`.
+    status : str or None
+        "exception" (the measurement raised), "import" (the callable, the ``__main__``
+        script or an argument could not be imported), "exit" (non-zero exit status without
+        a Python exception), "signal" (killed by a signal: a crash), "timeout" (killed after
+        ``timeout_s``) or "no-result" (exit status 0 but no result written).
+    returncode : int or None
+        The exit status; negative for a signal, as :mod:`subprocess` gives it; None after a
+        timeout (the worker was killed).
+    stderr : str
+        The last lines of the worker's stderr.
+    """
+
+    def __init__(self, message: str, *, index: int | None = None, variant: str | None = None,
+                 status: str | None = None, returncode: int | None = None,
+                 stderr: str = "") -> None:
+        super().__init__(message)
+        self.index = index
+        self.variant = variant
+        self.status = status
+        self.returncode = returncode
+        self.stderr = stderr
+
+
+# -- arguments given by name -----------------------------------------------------------------
+@dataclass(frozen=True)
+class ImportRef:
+    """An argument the worker imports instead of receiving it pickled.
+
+    For objects that do not pickle (a lock, an open file, a model holding native handles)
+    or are cheaper to build than to send: ``importable("mypkg.data:TABLE")`` in the
+    arguments (or keyword arguments, or a statement's globals) becomes ``mypkg.data.TABLE``
+    in each worker. Only top-level arguments are replaced, not items nested in them.
+    """
+
+    target: str
+
+    @property
+    def module(self) -> str:
+        """The module part of ``target``."""
+        return self.target.partition(":")[0]
+
+    @property
+    def attrs(self) -> tuple[str, ...]:
+        """The attribute path after the colon, split at the dots."""
+        return tuple(self.target.partition(":")[2].split("."))
+
+    def resolve(self) -> Any:
+        """Import the module and follow the attribute path.
+
+        Raises
+        ------
+        ImportError
+            The module does not import, or lacks an attribute on the path (the message names
+            the first missing one).
+        """
+        return _resolve(self.module, self.attrs, f"ImportRef {self.target!r}")
+
+
+def importable(target: str) -> ImportRef:
+    """An :class:`ImportRef` to ``target``, of the form ``"package.module:attr.path"``.
+
+    Only the form is checked here; :func:`callable_job` and :func:`statement_job` check that
+    the module exists, and each worker imports it.
+
+    Raises
+    ------
+    TypeError
+        ``target`` is not a str.
+    ValueError
+        ``target`` is not ``"module:attribute"`` (dotted names on both sides of one colon).
+    """
+    _check_target("target", target)
+    return ImportRef(target)
+
+
+def _check_target(label: str, target: object) -> str:
+    if not isinstance(target, str):
+        raise TypeError(f"{label} must be a str 'module:attribute', got {type(target).__name__}")
+    if not _TARGET_RE.match(target):
+        raise ValueError(f"{label} must be 'package.module:attribute' (e.g. "
+                         f"'mypkg.data:TABLE'), got {target!r}")
+    return target
+
+
+def _resolve(module: str, attrs: Sequence[str], what: str) -> Any:
+    """``module`` imported (the re-run script for "__main__") and ``attrs`` followed."""
+    try:
+        obj: Any = sys.modules["__main__"] if module == "__main__" else \
+            importlib.import_module(module)
+    except ImportError as exc:
+        raise ImportError(f"{what}: cannot import module {module!r} ({exc})",
+                          name=module) from exc
+    for i, attr in enumerate(attrs):
+        try:
+            obj = getattr(obj, attr)
+        except AttributeError:
+            where = ".".join([module, *attrs[:i]])
+            raise ImportError(f"{what}: {where} has no attribute {attr!r}",
+                              name=module) from None
+    return obj
+
+
+# -- jobs ------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class WorkerJob:
+    """A picklable description of one measurement, for :func:`run_workers`.
+
+    Built by :func:`callable_job` or :func:`statement_job`, which check everything a worker
+    would otherwise fail on, before any starts.
+
+    Attributes
+    ----------
+    kind : str
+        "callable" or "statement".
+    module, qualname : str
+        The callable's module and qualified name ("" for a statement).
+    main_path : str or None
+        The ``__main__`` script each worker re-runs first (as ``__mp_main__``) because the
+        callable, an argument or a global comes from it; None otherwise.
+    stmt, setup : str
+        The statement and its setup ("" for a callable).
+    args, kwargs : bytes
+        The pickled positional arguments (a tuple) and keyword arguments (a dict) of the
+        callable; :class:`ImportRef` among them are resolved in the worker.
+    options : dict
+        Keyword options of ``measure()`` / ``timeit()`` (:data:`CALLABLE_OPTIONS`,
+        :data:`STATEMENT_OPTIONS`), passed through as given; the rest keep their defaults.
+    name : str
+        The Measurement's name.
+    sys_path : list of str
+        The parent's ``sys.path``, put first in the worker.
+    globals : bytes
+        The pickled globals of a statement (a dict); :class:`ImportRef` values are resolved
+        in the worker.
+    """
+
+    kind: str
+    module: str
+    qualname: str
+    main_path: str | None
+    stmt: str
+    setup: str
+    args: bytes
+    kwargs: bytes
+    options: dict[str, Any]
+    name: str
+    sys_path: list[str] = field(default_factory=list)
+    globals: bytes = b""
+
+
+def callable_job(fn: Callable[..., Any] | str, args: Sequence[Any] = (),
+                 kwargs: Mapping[str, Any] | None = None, *,
+                 options: Mapping[str, Any] | None = None,
+                 name: str | None = None) -> WorkerJob:
+    """A job timing ``fn(*args, **kwargs)`` as ``fastbench.measure`` does, in each worker.
+
+    Parameters
+    ----------
+    fn : callable or str
+        A function (or class, or classmethod) importable by module and qualified name,
+        including one of the ``__main__`` script (which each worker then re-runs under the
+        name ``__mp_main__``, so its top-level code needs an ``if __name__ == "__main__":``
+        guard), or a ``"module:function"`` string, imported here to check it.
+    args : sequence
+        Positional arguments, pickled to the workers; an :class:`ImportRef` stands for an
+        object each worker imports.
+    kwargs : mapping of str, optional
+        Keyword arguments of ``fn``, likewise; none may share a name with ``measure()``'s
+        own keywords.
+    options : mapping, optional
+        Keyword options of ``measure()`` (:data:`CALLABLE_OPTIONS`), passed as given; their
+        values are checked by ``measure()`` (check them before, to fail before any worker).
+    name : str, optional
+        The Measurement's name; defaults to the callable's qualified name, as ``measure``'s.
+
+    Returns
+    -------
+    WorkerJob
+
+    Raises
+    ------
+    TypeError
+        ``fn`` is a lambda, a closure, a partial, a method bound to an object, something
+        without a module and qualified name, or not callable; an argument does not pickle
+        (the message names it); a keyword argument clashes with an option of ``measure``;
+        an unknown option.
+    ValueError
+        ``fn`` is a str not of the form ``"module:function"``.
+    ImportError
+        ``fn`` given as a str does not import, or an :class:`ImportRef`'s module does not
+        exist (or, when it is loaded here already, lacks the attribute).
+    """
+    if isinstance(fn, str):
+        module, _, qualname = _check_target("fn", fn).partition(":")
+        obj = _resolve(module, qualname.split("."), f"fn {fn!r}")
+        if not callable(obj):
+            raise TypeError(f"fn {fn!r} names a {type(obj).__name__}, which is not callable")
+        main_path = _main_script(f"fn {fn!r}") if module == "__main__" else None
+    elif callable(fn):
+        module, qualname, main_path = _callable_name(fn)
+        obj = fn
+    else:
+        raise TypeError(f"fn must be a module-level function or a 'module:function' str, got "
+                        f"{type(fn).__name__}")
+    arg_tuple = _as_args(args)
+    kwarg_dict = _as_kwargs(kwargs)
+    clashes = sorted(set(kwarg_dict) & _measure_keywords())
+    if clashes:
+        raise TypeError(f"keyword argument(s) {', '.join(map(repr, clashes))} of fn share a "
+                        "name with measure()'s own keywords; call fn from a module-level "
+                        "function that passes them")
+    opts = _check_options(options, CALLABLE_OPTIONS, "measure()")
+    label = _check_name(name, str(getattr(obj, "__qualname__", None) or qualname))
+    args_blob = _pickled(arg_tuple, [f"argument {i}" for i in range(len(arg_tuple))])
+    kwargs_blob = _pickled(kwarg_dict, [f"keyword argument {k!r}" for k in kwarg_dict])
+    refs = [(f"argument {i}", a) for i, a in enumerate(arg_tuple)] + \
+           [(f"keyword argument {k!r}", v) for k, v in kwarg_dict.items()]
+    main_path = _main_for_data(main_path, refs, (args_blob, kwargs_blob))
+    return WorkerJob(kind="callable", module=module, qualname=qualname, main_path=main_path,
+                     stmt="", setup="", args=args_blob, kwargs=kwargs_blob, options=opts,
+                     name=label, sys_path=_sys_path())
+
+
+def statement_job(stmt: str, setup: str = "pass",
+                  globals: Mapping[str, Any] | None = None,  # noqa: A002 - timeit's name
+                  *, options: Mapping[str, Any] | None = None,
+                  name: str | None = None) -> WorkerJob:
+    """A job timing the statement ``stmt`` as ``fastbench.timeit`` does, in each worker.
+
+    Parameters
+    ----------
+    stmt, setup : str
+        Python source, compiled here so that a syntax error shows before any worker starts.
+    globals : mapping of str, optional
+        The namespace they run in, pickled to the workers (``__builtins__`` left out); an
+        :class:`ImportRef` value stands for an object each worker imports.
+    options : mapping, optional
+        Keyword options of ``timeit()`` (:data:`STATEMENT_OPTIONS`), passed as given.
+    name : str, optional
+        The Measurement's name; defaults to ``stmt``, as ``timeit``'s.
+
+    Returns
+    -------
+    WorkerJob
+
+    Raises
+    ------
+    TypeError
+        ``stmt`` or ``setup`` is not a str, ``globals`` is not a mapping with str keys, a
+        global does not pickle (the message names its key), an unknown option.
+    SyntaxError
+        ``stmt`` or ``setup`` does not compile.
+    ImportError
+        An :class:`ImportRef`'s module does not exist.
+    """
+    for label, src in (("stmt", stmt), ("setup", setup)):
+        if not isinstance(src, str):
+            raise TypeError(f"{label} must be a str of Python source, got {type(src).__name__}")
+        compile(src, f"<fastbench-{label}>", "exec")
+    if globals is None:
+        namespace: dict[str, Any] = {}
+    elif isinstance(globals, Mapping):
+        bad = [k for k in globals if not isinstance(k, str)]
+        if bad:
+            raise TypeError(f"globals must have str keys, got {bad[0]!r}")
+        # exec() adds __builtins__ to a dict it ran in; every worker has its own.
+        namespace = {k: v for k, v in globals.items() if k != "__builtins__"}
+    else:
+        raise TypeError(f"globals must be a dict or None, got {type(globals).__name__}")
+    opts = _check_options(options, STATEMENT_OPTIONS, "timeit()")
+    blob = _pickled(namespace, [f"global {k!r}" for k in namespace])
+    refs = [(f"global {k!r}", v) for k, v in namespace.items()]
+    main_path = _main_for_data(None, refs, (blob,))
+    return WorkerJob(kind="statement", module="", qualname="", main_path=main_path,
+                     stmt=stmt, setup=setup, args=b"", kwargs=b"", options=opts,
+                     name=_check_name(name, stmt), sys_path=_sys_path(), globals=blob)
+
+
+def _callable_name(fn: Callable[..., Any]) -> tuple[str, str, str | None]:
+    """callable_spec's naming, with this module's advice where it differs from valgrind's."""
+    what = getattr(fn, "__qualname__", None) or type(fn).__name__
+    if isinstance(fn, partial):
+        raise TypeError(f"cannot run {what!r} in worker processes: a functools.partial has no "
+                        "importable name; pass its function and its arguments instead")
+    if inspect.ismethod(fn) and not isinstance(fn.__self__, type):
+        raise TypeError(f"cannot run {what!r} in worker processes: it is a method bound to an "
+                        "object a new process cannot rebuild; pass Class.method with a "
+                        "picklable object as the first argument")
+    try:
+        return callable_spec(fn)
+    except TypeError as exc:
+        # callable_spec speaks of valgrind: keep its reason, say what the workers need.
+        m = re.match(r"cannot simulate .*?: (.*?)\. The callable runs", str(exc), re.DOTALL)
+        why = m.group(1) if m else str(exc)
+        raise TypeError(f"cannot run {what!r} in worker processes: {why}. Each worker is a "
+                        "fresh Python that imports the callable by module and qualified name: "
+                        "pass a module-level function, or a 'module:function' str") from None
+
+
+def _main_script(what: str) -> str:
+    main_file = getattr(sys.modules.get("__main__"), "__file__", None)
+    if not main_file:
+        raise TypeError(f"{what} comes from __main__, which here is an interactive session "
+                        "with no file the workers could re-run; define it in a module")
+    return os.path.abspath(str(main_file))
+
+
+def _as_args(args: object) -> tuple[Any, ...]:
+    if isinstance(args, (str, bytes)) or not isinstance(args, Sequence):
+        raise TypeError(f"args must be a tuple or list of arguments, got {type(args).__name__}")
+    return tuple(args)
+
+
+def _as_kwargs(kwargs: object) -> dict[str, Any]:
+    if kwargs is None:
+        return {}
+    if not isinstance(kwargs, Mapping):
+        raise TypeError(f"kwargs must be a dict or None, got {type(kwargs).__name__}")
+    bad = [k for k in kwargs if not isinstance(k, str)]
+    if bad:
+        raise TypeError(f"kwargs must have str keys, got {bad[0]!r}")
+    return dict(kwargs)
+
+
+def _measure_keywords() -> set[str]:
+    """measure()'s keyword parameters, which a worker's call would give to measure."""
+    from .callables import measure  # here, not at the top: callables imports this module
+
+    return {n for n, p in inspect.signature(measure).parameters.items()
+            if p.kind is inspect.Parameter.KEYWORD_ONLY}
+
+
+def _check_options(options: object, allowed: tuple[str, ...], where: str) -> dict[str, Any]:
+    if options is None:
+        return {}
+    if not isinstance(options, Mapping):
+        raise TypeError(f"options must be a dict of {where} options or None, got "
+                        f"{type(options).__name__}")
+    unknown = [k for k in options if k not in allowed]
+    if unknown:
+        raise TypeError(f"options has {unknown[0]!r}, which is not an option of {where} a "
+                        f"worker passes on; expected some of {', '.join(allowed)}")
+    opts = dict(options)
+    _pickled(opts, [f"option {k!r}" for k in opts])
+    return opts
+
+
+def _check_name(name: object, default: str) -> str:
+    if name is None:
+        return default
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a str or None, got {type(name).__name__}")
+    return name
+
+
+def _pickled(data: tuple[Any, ...] | dict[str, Any], labels: list[str]) -> bytes:
+    """``data`` pickled, or TypeError naming the first item (labelled in order) that is not."""
+    try:
+        return pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception:  # noqa: BLE001 - pickling raises many types; found below
+        pass
+    items = data.values() if isinstance(data, dict) else data
+    for label, item in zip(labels, items):
+        try:
+            pickle.dumps(item, protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception as exc:  # noqa: BLE001
+            raise TypeError(
+                f"{label} ({type(item).__name__}) cannot be pickled to reach the worker "
+                f"processes ({type(exc).__name__}: {exc}); pass a picklable value, or "
+                "fastbench.timing.workers.importable('module:name') to have each worker "
+                "import the object"
+            ) from None
+    raise TypeError("the arguments cannot be pickled together to reach the worker processes")
+
+
+def _main_for_data(main_path: str | None, refs: list[tuple[str, Any]],
+                   blobs: tuple[bytes, ...]) -> str | None:
+    """The script workers must re-run: the callable's, or one the data refers to."""
+    for label, value in refs:
+        if not isinstance(value, ImportRef):
+            continue
+        what = f"{label}, {value!r},"
+        if value.module == "__main__":
+            main_path = main_path or _main_script(what)
+            _resolve("__main__", value.attrs, what)  # loaded: cheap to check
+            continue
+        if value.module in sys.modules:
+            _resolve(value.module, value.attrs, what)
+            continue
+        try:
+            found = importlib.util.find_spec(value.module) is not None
+        except ImportError:  # a parent package is missing
+            found = False
+        if not found:
+            raise ImportError(f"{what} names module {value.module!r}, which is not found "
+                              "on sys.path", name=value.module)
+    if main_path is None and any(_mentions_main(b) for b in blobs):
+        # A class or function of the script, pickled by reference to "__main__".
+        main_file = getattr(sys.modules.get("__main__"), "__file__", None)
+        main_path = os.path.abspath(main_file) if main_file else None
+    return main_path
+
+
+def _mentions_main(blob: bytes) -> bool:
+    if b"__main__" not in blob:
+        return False
+    return any(op.name in _STRING_OPS and arg == "__main__"
+               for op, arg, _ in pickletools.genops(blob))
+
+
+def _sys_path() -> list[str]:
+    return [p for p in sys.path if isinstance(p, str)]
+
+
+# -- the order of the workers ----------------------------------------------------------------
+def interleaved_order(names: Sequence[str], processes: int) -> list[str]:
+    """The order in which the workers of several variants run: rounds of one worker per
+    variant, alternately in the given order and reversed (A B B A A B ...).
+
+    A slow phase of the host then lands on every variant about equally, and no variant
+    always runs first or last in a round.
+
+    Parameters
+    ----------
+    names : sequence of str
+        The variants, each once.
+    processes : int
+        Workers per variant (>= 1).
+
+    Returns
+    -------
+    list of str
+        ``processes * len(names)`` names.
+
+    Raises
+    ------
+    TypeError
+        A name is not a str, or ``processes`` is not an int.
+    ValueError
+        No names, a name twice, or ``processes`` < 1.
+    """
+    count = check_int("processes", processes, 1, say_positive=False)
+    order = list(names)
+    if not order:
+        raise ValueError("names is empty; pass at least one variant name")
+    for n in order:
+        if not isinstance(n, str):
+            raise TypeError(f"names must be str, got {type(n).__name__} {n!r}")
+    twice = sorted({n for n in order if order.count(n) > 1})
+    if twice:
+        raise ValueError(f"names must differ, got {twice[0]!r} more than once")
+    rounds = [order if r % 2 == 0 else order[::-1] for r in range(count)]
+    return [n for r in rounds for n in r]
+
+
+# -- running workers -------------------------------------------------------------------------
+_loading_main = False
+
+
+@contextmanager
+def loading_main_script() -> Iterator[None]:
+    """Marks the worker's re-run of the ``__main__`` script, during which starting workers
+    is refused (multiprocessing's spawn refuses the same way): without an
+    ``if __name__ == "__main__":`` guard every worker would start workers of its own."""
+    global _loading_main
+    _loading_main = True
+    try:
+        yield
+    finally:
+        _loading_main = False
+
+
+def run_workers(job: WorkerJob, processes: int, *, timeout_s: float | None = 600.0,
+                progress: Callable[[int, int, str], None] | None = None) -> list[Measurement]:
+    """Measure ``job`` in ``processes`` fresh worker processes, one after the other.
+
+    What a worker does and costs is in this module's docstring.
+
+    Parameters
+    ----------
+    job : WorkerJob
+        From :func:`callable_job` or :func:`statement_job`.
+    processes : int
+        Number of workers (>= 1).
+    timeout_s : float or None
+        Seconds each worker may run before it and its process group are killed; None for no
+        limit.
+    progress : callable, optional
+        Called as ``progress(i, total, name)`` before the i-th worker (from 1) of ``total``
+        starts.
+
+    Returns
+    -------
+    list of Measurement
+        One per worker, in the order they ran.
+
+    Raises
+    ------
+    WorkerError
+        A worker failed (the message says which, how, and quotes its stderr); the workers
+        after it do not run.
+    TypeError, ValueError
+        A bad ``job``, ``processes``, ``timeout_s`` or ``progress``.
+    KeyboardInterrupt
+        Ctrl-C: the running worker is killed first.
+    """
+    return run_interleaved({_job_name(job): job}, processes, timeout_s=timeout_s,
+                           progress=progress)[_job_name(job)]
+
+
+def run_interleaved(jobs: Mapping[str, WorkerJob], processes: int, *,
+                    timeout_s: float | None = 600.0,
+                    progress: Callable[[int, int, str], None] | None = None,
+                    ) -> dict[str, list[Measurement]]:
+    """Measure each job in ``processes`` workers, the variants taking turns in the order of
+    :func:`interleaved_order` (A B B A ...), one worker at a time.
+
+    Parameters
+    ----------
+    jobs : mapping of str to WorkerJob
+        The variants by name.
+    processes : int
+        Workers per variant (>= 1).
+    timeout_s : float or None
+        Seconds each worker may run before it and its process group are killed; None for no
+        limit.
+    progress : callable, optional
+        Called as ``progress(i, total, name)`` before the i-th worker (from 1) of ``total``
+        starts, ``name`` being its variant.
+
+    Returns
+    -------
+    dict of str to list of Measurement
+        Each variant's Measurements in the order its workers ran, in the order of ``jobs``.
+
+    Raises
+    ------
+    WorkerError
+        A worker failed (the message says which, how, and quotes its stderr); no worker
+        starts after it and nothing is returned. Also when called while a worker re-runs
+        the ``__main__`` script (its top-level code lacks an ``if __name__ ==
+        "__main__":`` guard).
+    TypeError, ValueError
+        A bad ``jobs``, ``processes``, ``timeout_s`` or ``progress``.
+    KeyboardInterrupt
+        Ctrl-C: the running worker is killed first.
+    """
+    if _loading_main:
+        raise WorkerError(
+            "workers were started while a worker re-ran the __main__ script: guard the "
+            "script's top-level code with `if __name__ == \"__main__\":` so that importing "
+            "it only defines the functions"
+        )
+    if not isinstance(jobs, Mapping):
+        raise TypeError(f"jobs must be a dict of name to WorkerJob, got {type(jobs).__name__}")
+    if not jobs:
+        raise ValueError("jobs is empty; pass at least one variant: {name: WorkerJob}")
+    for key, job in jobs.items():
+        if not isinstance(job, WorkerJob):
+            raise TypeError(f"jobs[{key!r}] must be a WorkerJob (from callable_job or "
+                            f"statement_job), got {type(job).__name__}")
+    order = interleaved_order(list(jobs), processes)
+    count = len(order) // len(jobs)
+    timeout = None if timeout_s is None else check_seconds("timeout_s", timeout_s)
+    if progress is not None and not callable(progress):
+        raise TypeError(f"progress must be callable or None, got {type(progress).__name__}")
+    results: dict[str, list[Measurement]] = {key: [] for key in jobs}
+    with tempfile.TemporaryDirectory(prefix="fastbench-workers-") as tmp_name:
+        tmp = Path(tmp_name)
+        specs: dict[str, Path] = {}
+        for j, (key, job) in enumerate(jobs.items()):
+            specs[key] = tmp / f"spec{j}.pickle"
+            spec = {"sys_path": list(job.sys_path),
+                    "job": pickle.dumps(job, protocol=pickle.HIGHEST_PROTOCOL)}
+            specs[key].write_bytes(pickle.dumps(spec, protocol=pickle.HIGHEST_PROTOCOL))
+        for step, key in enumerate(order):
+            if progress is not None:
+                progress(step + 1, len(order), key)
+            who = _Who(len(results[key]), count, key)
+            results[key].append(_run_worker(specs[key], tmp, step, timeout, who))
+    return results
+
+
+def _job_name(job: object) -> str:
+    if not isinstance(job, WorkerJob):
+        raise TypeError(f"job must be a WorkerJob (from callable_job or statement_job), got "
+                        f"{type(job).__name__}")
+    return job.name
+
+
+@dataclass(frozen=True)
+class _Who:
+    index: int
+    count: int
+    variant: str
+
+    def __str__(self) -> str:
+        return f"worker {self.index + 1} of {self.count} for {self.variant!r}"
+
+
+def _run_worker(spec: Path, tmp: Path, step: int, timeout_s: float | None,
+                who: _Who) -> Measurement:
+    out = tmp / f"result{step}.json"
+    stderr_path = tmp / f"stderr{step}"
+    argv = [sys.executable, "-c", _BOOTSTRAP, str(spec), str(out)]
+    with open(tmp / f"stdout{step}", "wb") as stdout, open(stderr_path, "wb") as stderr:
+        # A session of its own: a timeout or Ctrl-C kills whatever the workload started too,
+        # and the terminal's Ctrl-C reaches only this process, which then kills the worker.
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr,
+                                start_new_session=True)
+        try:
+            code = proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            _kill(proc, dump_stack=True)
+            tail = _tail(stderr_path)
+            raise WorkerError(
+                f"{who} did not finish within timeout_s={timeout_s:g} s and was killed with "
+                "its process group; pass a larger timeout_s (None for no limit) or a shorter "
+                "run (duration_s, repeat, max_time_s)" + _quoted(tail),
+                index=who.index, variant=who.variant, status="timeout", stderr=tail,
+            ) from None
+        except BaseException:
+            _kill(proc, dump_stack=False)
+            raise
+    if code == 0:
+        try:
+            return Measurement.from_dict(json.loads(out.read_text(encoding="utf-8")))
+        except (OSError, ValueError, TypeError, KeyError) as exc:
+            tail = _tail(stderr_path)
+            why = (f"an unreadable result ({exc})" if out.exists() else
+                   "no result (did the workload call os._exit(0)?)")
+            raise WorkerError(f"{who} exited with status 0 but wrote {why}" + _quoted(tail),
+                              index=who.index, variant=who.variant, status="no-result",
+                              returncode=0, stderr=tail) from None
+    raise _failure(who, code, out, _tail(stderr_path))
+
+
+def _kill(proc: subprocess.Popen[bytes], *, dump_stack: bool) -> None:
+    """Kill the worker's process group (SIGUSR1 first, for its stack, when asked)."""
+    if dump_stack and proc.poll() is None and hasattr(signal, "SIGUSR1"):
+        try:
+            os.kill(proc.pid, signal.SIGUSR1)  # faulthandler prints every thread's stack
+            proc.wait(timeout=_DUMP_WAIT_S)   # it does not exit: this only gives it time
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+    try:
+        if hasattr(os, "killpg"):
+            os.killpg(proc.pid, signal.SIGKILL)
+        else:  # no process groups (Windows): the worker alone
+            proc.kill()
+    except OSError:  # gone already, with its group
+        pass
+    proc.wait()
+
+
+def _failure(who: _Who, code: int, out: Path, tail: str) -> WorkerError:
+    """The error of a worker that exited non-zero: what it reported in ``out`` if it could
+    (an exception, and the stage it was at), else its exit status or signal."""
+    try:
+        record = json.loads(out.read_text(encoding="utf-8"))["worker_error"]
+        status = str(record["status"])
+        message = f"{who} failed while {record['stage']}: {record['error']}"
+    except (OSError, ValueError, TypeError, KeyError):
+        if code < 0:
+            try:
+                signame = signal.Signals(-code).name
+            except ValueError:
+                signame = f"signal {-code}"
+            status, message = "signal", f"{who} was killed by {signame}"
+        else:
+            status = "exit"
+            message = f"{who} exited with status {code} before writing its result"
+    return WorkerError(message + _quoted(tail), index=who.index, variant=who.variant,
+                       status=status, returncode=code, stderr=tail)
+
+
+def _tail(path: Path) -> str:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+    lines = [ln for ln in text.rstrip().splitlines() if ln.strip()]
+    return "\n".join(lines[-_STDERR_TAIL_LINES:])[-_STDERR_TAIL_CHARS:]
+
+
+def _quoted(tail: str) -> str:
+    return f"; its stderr ended with:\n{tail}" if tail else "; its stderr was empty"
