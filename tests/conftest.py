@@ -5,11 +5,29 @@ a guard that restores the cyclic GC's state so one test cannot leak it into the 
 from __future__ import annotations
 
 import gc
+import os
 from typing import Iterator
 
 import pytest
 
 from fastbench import _core
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """A cache directory of the test session's own, and no run-to-run variation given by
+    the environment: what a developer's machine has measured or set never reaches a test."""
+    saved = {k: os.environ.get(k) for k in ("FASTBENCH_CACHE_DIR", "FASTBENCH_RUN_VARIATION")}
+    os.environ["FASTBENCH_CACHE_DIR"] = str(tmp_path_factory.mktemp("fastbench-cache"))
+    os.environ.pop("FASTBENCH_RUN_VARIATION", None)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
 
 TSC_SKIP_REASON = "no usable TSC here (needs x86 with rdtscp and an invariant TSC)"
 

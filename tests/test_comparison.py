@@ -436,16 +436,29 @@ FASTER = _RNG.lognormal(np.log(1000.0 / 1.1), 0.03, 35)  # 10% faster
 
 @pytest.mark.parametrize(("cand", "verdict"), [(SLOWER, "slower"), (FASTER, "faster")])
 def test_compare_measurements_known_shift(cand: Any, verdict: str) -> None:
-    c = compare_measurements(_synthetic(BASE), {"cand": _synthetic(cand)}, baseline_name="base")
+    # Two single runs, 10% apart, on a machine whose runs vary by 2%.
+    base_m, cand_m = _synthetic(BASE), _synthetic(cand)
+    c = compare_measurements(base_m, {"cand": cand_m}, baseline_name="base", run_variation=0.02)
     assert (c.baseline, c.paired, c.stop_reason) == ("base", False, "saved")
-    assert c.rounds == min(BASE.size, cand.size)
+    assert c.rounds == 1  # one run a side
     assert list(c.measurements) == ["base", "cand"]
     r = c.results["cand"]
     assert r.verdict == verdict
-    assert not r.paired and r.test == "mann-whitney u"
-    assert r.p_value == sps.mannwhitneyu(BASE, cand, alternative="two-sided").pvalue
+    assert not r.paired and r.level == "variation" and r.test == "t against run-to-run variation"
     assert r.speedup == pytest.approx(np.median(BASE) / np.median(cand), rel=1e-12)
-    assert "unpaired saved samples, Mann-Whitney U" in str(c)
+    # The difference of the log medians against two runs' variation plus each run's own
+    # standard error (its 95% interval / 2 / 1.96), normal since 2% is given, not estimated.
+    se = np.sqrt(2 * 0.02**2 + (base_m.rel_ci / 1.959964) ** 2 + (cand_m.rel_ci / 1.959964) ** 2)
+    d = np.log(np.median(BASE) / np.median(cand))
+    assert r.p_value == pytest.approx(2 * sps.norm.sf(abs(d) / se), rel=1e-9)
+    assert "separate runs, judged against a run-to-run variation of 2.0%" in str(c)
+
+
+def test_compare_measurements_of_single_runs_without_a_known_variation_cannot_tell() -> None:
+    c = compare_measurements(_synthetic(BASE), {"cand": _synthetic(SLOWER)})
+    assert c.verdicts == {"cand": "cannot tell"}
+    assert "run-to-run variation on this machine unknown" in str(c)
+    assert "measure with processes=5" in str(c)
 
 
 def test_compare_measurements_leaves_out_interference_phases() -> None:
@@ -455,9 +468,10 @@ def test_compare_measurements_leaves_out_interference_phases() -> None:
     base = rng.lognormal(np.log(1050.0), 0.01, 3000)  # ~1.05 ms samples: windows of 10
     base[500:2300] *= 1.5
     cand = rng.lognormal(np.log(1155.0), 0.01, 3000)
-    c = compare_measurements(_synthetic(base), {"cand": _synthetic(cand)}, baseline_name="base")
+    c = compare_measurements(_synthetic(base), {"cand": _synthetic(cand)}, baseline_name="base",
+                             run_variation=0.02)
     quiet = c.measurements["base"].quiet_samples_ns
-    assert quiet.size == 1200 and c.rounds == 1200
+    assert quiet.size == 1200
     r = c.results["cand"]
     assert r.speedup == pytest.approx(np.median(quiet) / np.median(cand), rel=1e-4)
     assert r.speedup == pytest.approx(1 / 1.1, rel=0.01)
@@ -467,8 +481,10 @@ def test_compare_measurements_leaves_out_interference_phases() -> None:
 
 def test_compare_measurements_several_candidates_corrected() -> None:
     cands = {"slower": _synthetic(SLOWER), "faster": _synthetic(FASTER)}
-    c = compare_measurements(_synthetic(BASE), cands)
-    raw = [compare_samples(BASE, s).p_value for s in (SLOWER, FASTER)]
+    c = compare_measurements(_synthetic(BASE), cands, run_variation=0.02)
+    single = {name: compare_measurements(_synthetic(BASE), {name: m}, run_variation=0.02)
+              for name, m in cands.items()}
+    raw = [single[name].results[name].p_value for name in cands]
     assert [r.p_value for r in c.results.values()] == pytest.approx(
         list(adjust_pvalues(raw)), rel=1e-12)
     assert c.verdicts == {"slower": "slower", "faster": "faster"}

@@ -23,23 +23,30 @@ PACKAGE_DIR = Path(fastbench.__file__).resolve().parent
 # split into subpackages, from the same path. Adding a name is fine; removing one breaks users.
 PUBLIC = {
     "fastbench": """ClockSpec ClockTable ClockUnavailable Comparison CountersUnavailable
-        FastbenchError Measurement ResultsFileError Timer __version__ analysis clocks compare
-        compare_measurements counters kernels load load_any measure memory results roofline save
-        stats timeit""",
+        FastbenchError InstructionComparison Measurement ResultsFileError Timer WorkerError
+        __version__ analysis clocks compare compare_instruction_counts compare_measurements
+        counters importable kernels load load_any measure memory results roofline save stats
+        timeit""",
     "fastbench.analysis": """CONVENTION Cost Count Coverage MemoryEstimate ModelAnalysis
         ModulePlacement ModuleRow Parameters TorchUnavailable UncountedOp analyze dtype_bytes
         format_count formulas layers""",
-    "fastbench.counters": """CounterResult CountersUnavailable EventAvailability EventCount
-        SampleCounts SimulatedCounts SimulationTimeout SimulationUnavailable available count
-        count_samples event_names simulate""",
+    "fastbench.counters": """CountComparison CounterResult CountersUnavailable EventAvailability
+        EventCount InstructionCount SampleCounts SimulatedCounts SimulationTimeout
+        SimulationUnavailable available compare_counts count count_instructions count_samples
+        count_statement_instructions event_names simulate""",
+    "fastbench.machine": """RunVariation cache_dir fingerprint known_run_variation
+        store_run_variation variation_path""",
+    "fastbench.timing": """ImportRef WorkerError importable measure measure_run_variation
+        timeit""",
     "fastbench.kernels": """BANDWIDTH_KINDS BandwidthResult PeakResult bandwidth conv2d gemm
         gemm_isa peak_flops""",
     "fastbench.memory": "CallMemory MemoryTracker MemoryUsage Snapshot call_memory format_size track",
     "fastbench.results": """ResultsFile ResultsFileError SCHEMA_VERSION load load_any load_file
         load_pyperf load_pytest_benchmark machine_metadata register_kind save""",
     "fastbench.roofline": "Placement Roofline cache_path calibrate place plot",
-    "fastbench.stats": """MIN_SAMPLES Outliers SampleComparison Summary adjust_pvalues as_samples
-        compare_samples median_ci required_samples samples_for_power summarize""",
+    "fastbench.stats": """MIN_RUNS MIN_SAMPLES Outliers RunLevel SampleComparison Summary
+        adjust_pvalues as_samples compare_runs compare_samples median_ci required_samples
+        run_level samples_for_power summarize""",
     "fastbench.analysis.formulas": """ACTIVATIONS ELEMENTWISE_FLOPS INDEX_BYTES activation
         adaptive_avg_pool attention attention_parts avg_pool batch_norm bmm conv conv1d conv2d
         conv3d conv_output_shape conv_output_size conv_transpose1d conv_transpose2d

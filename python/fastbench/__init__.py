@@ -20,12 +20,13 @@ except ImportError as exc:  # pragma: no cover - exercised only on a broken inst
 # (tests/test_layout.py imports every module first in a fresh interpreter).
 from . import analysis, counters, kernels, memory, results, roofline, stats
 from .timing.clocks import ClockSpec, ClockTable, clocks
-from .comparison import Comparison, compare, compare_measurements
+from .comparison import (Comparison, InstructionComparison, compare, compare_instruction_counts,
+                         compare_measurements)
 from .counters import CountersUnavailable
 from .errors import ClockUnavailable, FastbenchError
 from .measurement import Measurement
 from .results import ResultsFileError, load, load_any, save
-from .timing import Timer, measure, timeit
+from .timing import Timer, WorkerError, importable, measure, timeit
 
 __all__ = [
     "ClockSpec",
@@ -34,15 +35,19 @@ __all__ = [
     "Comparison",
     "CountersUnavailable",
     "FastbenchError",
+    "InstructionComparison",
     "Measurement",
     "ResultsFileError",
     "Timer",
+    "WorkerError",
     "__version__",
     "analysis",
     "clocks",
     "compare",
+    "compare_instruction_counts",
     "compare_measurements",
     "counters",
+    "importable",
     "kernels",
     "load",
     "load_any",

@@ -11,14 +11,22 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Literal, Mapping, Sequence, overload
 
 from ._checks import check_choice, check_finite, check_fraction, check_int
+from .counters import CountComparison, InstructionCount, compare_counts
+from .counters import count_instructions, count_statement_instructions
+from .machine import known_run_variation
 from .measurement import Measurement
 from .stats import SampleComparison, adjust_pvalues, compare_samples
+from .stats.runs import compare_runs
 from .timing import Target, callable_target, gc_paused, run_config, statement_target
+from .timing.workers import callable_job, run_interleaved, statement_job
 
-__all__ = ["Comparison", "compare", "compare_measurements"]
+__all__ = ["Comparison", "InstructionComparison", "compare", "compare_instruction_counts",
+           "compare_measurements"]
+
+METRICS = ("time", "instructions")
 
 CORRECTIONS = ("holm", "bh", "none")
 
@@ -44,8 +52,9 @@ class Comparison:
     rounds : int
         Rounds completed (samples per variant when paired).
     stop_reason : str
-        "rounds" (all requested rounds ran), "max_time_s" (the budget ended them) or
-        "saved" (compared from existing measurements).
+        "rounds" (all requested rounds ran), "max_time_s" (the budget ended them),
+        "processes" (variants measured in interleaved worker processes; ``rounds`` counts
+        the processes per variant) or "saved" (compared from existing measurements).
     """
 
     baseline: str
@@ -58,7 +67,8 @@ class Comparison:
 
     @property
     def verdicts(self) -> dict[str, str]:
-        """Candidate name -> "faster", "slower" or "no significant difference"."""
+        """Candidate name -> "faster", "slower", "no significant difference" or "cannot
+        tell" (separate single runs whose difference is within the run-to-run variation)."""
         return {name: r.verdict for name, r in self.results.items()}
 
     def to_dict(self) -> dict[str, Any]:
@@ -103,6 +113,100 @@ class Comparison:
         return "\n".join(comparison_lines(self))
 
 
+@dataclass(frozen=True, eq=False)
+class InstructionComparison:
+    """Candidates against a baseline on instructions per call (``metric="instructions"``).
+
+    Attributes
+    ----------
+    baseline : str
+        Name of the baseline variant.
+    counts : dict of str to InstructionCount
+        Every variant's count.
+    results : dict of str to CountComparison
+        Per candidate: the relative change of its count and the verdict, "faster",
+        "slower" or "within tolerance" (:func:`fastbench.counters.compare_counts`), with
+        what a count cannot see.
+    tolerance : float
+        Relative change within which two counts are the same (0.005: ±0.5%).
+    """
+
+    baseline: str
+    counts: dict[str, InstructionCount]
+    results: dict[str, CountComparison]
+    tolerance: float
+
+    @property
+    def verdicts(self) -> dict[str, str]:
+        """Candidate name -> "faster", "slower" or "within tolerance"."""
+        return {name: r.verdict for name, r in self.results.items()}
+
+    @property
+    def measurements(self) -> dict[str, InstructionCount]:
+        """The counts (the name ``Comparison`` uses for its measurements)."""
+        return self.counts
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready data; :meth:`from_dict` restores it."""
+        return {"baseline": self.baseline,
+                "counts": {k: c.to_dict() for k, c in self.counts.items()},
+                "results": {k: r.to_dict() for k, r in self.results.items()},
+                "tolerance": self.tolerance}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> InstructionComparison:
+        """Rebuild from :meth:`to_dict` output.
+
+        Raises
+        ------
+        ValueError
+            If a key is missing or a part is malformed.
+        """
+        try:
+            return cls(
+                baseline=str(data["baseline"]),
+                counts={str(k): InstructionCount.from_dict(v) for k, v in data["counts"].items()},
+                results={str(k): CountComparison.from_dict(v)
+                         for k, v in data["results"].items()},
+                tolerance=float(data["tolerance"]),
+            )
+        except KeyError as exc:
+            raise ValueError(f"InstructionComparison data lacks {exc}") from None
+
+    def __str__(self) -> str:
+        from .report.text import instruction_comparison_lines
+
+        return "\n".join(instruction_comparison_lines(self))
+
+
+def compare_instruction_counts(
+    baseline: InstructionCount,
+    candidates: Mapping[str, InstructionCount],
+    *,
+    baseline_name: str = "baseline",
+    tolerance: float = 0.005,
+) -> InstructionComparison:
+    """Judge instruction counts (saved or fresh) against a baseline's, within ``tolerance``.
+
+    Raises
+    ------
+    ValueError
+        No candidates, a candidate named like the baseline, counts of different sources,
+        or a tolerance out of range.
+    """
+    if not candidates:
+        raise ValueError("compare_instruction_counts needs at least one candidate")
+    if baseline_name in candidates:
+        raise ValueError(f"a candidate is named like the baseline ({baseline_name!r})")
+    return InstructionComparison(
+        baseline=baseline_name,
+        counts={baseline_name: baseline, **candidates},
+        results={name: compare_counts(baseline, c, tolerance=tolerance)
+                 for name, c in candidates.items()},
+        tolerance=tolerance,
+    )
+
+
 def _check_judgement(alpha: float, min_effect: float, correction: str) -> None:
     check_choice("correction", correction, CORRECTIONS)
     check_fraction("alpha", alpha)
@@ -125,6 +229,12 @@ def _judge(
                               min_effect=min_effect)
         for name, s in samples.items() if name != baseline
     }
+    return _corrected(results, correction)
+
+
+def _corrected(results: dict[str, SampleComparison],
+               correction: str) -> dict[str, SampleComparison]:
+    """``results`` with their p-values corrected for the number of candidates."""
     if correction != "none" and len(results) > 1:
         adjusted = adjust_pvalues([r.p_value for r in results.values()], method=correction)
         results = {name: r.with_p_value(float(p))
@@ -148,9 +258,35 @@ def rotation(names: Sequence[str], round_index: int) -> list[str]:
     return [*names[k:], *names[:k]]
 
 
+@overload
+def compare(variants: Mapping[str, Callable[[], Any] | str], *,
+            metric: Literal["instructions"], tolerance: float = ..., baseline: str = ...,
+            rounds: int = ..., warmup: int = ..., min_time_s: float = ...,
+            loops: int | None = ..., clock: str = ..., disable_gc: bool = ...,
+            max_time_s: float | None = ..., alpha: float = ..., min_effect: float = ...,
+            correction: str = ..., setup: str = ...,
+            globals: dict[str, Any] | None = ...,  # noqa: A002
+            processes: int | None = ...,
+            worker_timeout_s: float | None = ...) -> InstructionComparison: ...
+
+
+@overload
+def compare(variants: Mapping[str, Callable[[], Any] | str], *,
+            metric: Literal["time"] = ..., tolerance: float = ..., baseline: str = ...,
+            rounds: int = ..., warmup: int = ..., min_time_s: float = ...,
+            loops: int | None = ..., clock: str = ..., disable_gc: bool = ...,
+            max_time_s: float | None = ..., alpha: float = ..., min_effect: float = ...,
+            correction: str = ..., setup: str = ...,
+            globals: dict[str, Any] | None = ...,  # noqa: A002
+            processes: int | None = ...,
+            worker_timeout_s: float | None = ...) -> Comparison: ...
+
+
 def compare(
     variants: Mapping[str, Callable[[], Any] | str],
     *,
+    metric: str = "time",
+    tolerance: float = 0.005,
     baseline: str = "baseline",
     rounds: int = 100,
     warmup: int = 1,
@@ -164,7 +300,9 @@ def compare(
     correction: str = "holm",
     setup: str = "pass",
     globals: dict[str, Any] | None = None,  # noqa: A002 - as in timeit
-) -> Comparison:
+    processes: int | None = None,
+    worker_timeout_s: float | None = 600.0,
+) -> Comparison | InstructionComparison:
     """Measure variants interleaved and judge each candidate against the baseline.
 
     Every variant is calibrated (its own loops per sample), warmed up and has its floors
@@ -196,10 +334,34 @@ def compare(
         Multiple-testing correction when there are several candidates.
     warmup, min_time_s, loops, clock, disable_gc
         As in :func:`fastbench.measure`.
+    processes : int, optional
+        Measure each variant in this many fresh worker processes instead of in this one:
+        the workers of the variants are interleaved (A B B A A B ..., for k variants the
+        order and its reverse in turn) so a slow phase of the host hits all of them, and
+        each worker takes ``rounds`` samples of ``min_time_s`` of its variant (calibrated
+        and warmed up as here), so the whole costs about ``processes`` times one in-process
+        comparison. The i-th workers of two variants ran side by side and form a pair:
+        the verdict is a paired t test on the log-ratios of their medians
+        (:func:`fastbench.stats.runs.compare_runs`), at least 3 processes are needed for
+        one. Callables must be importable (module-level functions); statements must pickle
+        with ``globals``. ``max_time_s`` then bounds each worker's samples.
+    worker_timeout_s : float or None
+        With ``processes``: seconds one worker may take before it is killed.
+    metric : {"time", "instructions"}
+        "instructions" counts the user-space instructions per call of each variant instead
+        of timing it (:func:`fastbench.counters.count_instructions`: the PMU where one is
+        exposed, else valgrind in a fresh process, so callables must be importable and
+        statements get no ``globals``), and returns an :class:`InstructionComparison`:
+        a candidate is "faster" or "slower" when its count differs by more than
+        ``tolerance`` (default 0.005, ±0.5%), else "within tolerance". Counts do not move
+        with the host's speed; they cannot see stalls beyond the cache model, the clock
+        frequency or other threads.
+    tolerance : float
+        With ``metric="instructions"``: the relative change that counts as a difference.
 
     Returns
     -------
-    Comparison
+    Comparison, or InstructionComparison with ``metric="instructions"``
 
     Raises
     ------
@@ -220,9 +382,18 @@ def compare(
     if baseline not in variants:
         raise ValueError(f"baseline {baseline!r} is not among the variants ({', '.join(names)}); "
                          "pass baseline=<name>")
+    check_choice("metric", metric, METRICS)
+    if metric == "instructions":
+        return _compare_instructions(variants, baseline, setup, globals, tolerance)
     check_int("rounds", rounds, 1, say_positive=False)
     _check_judgement(alpha, min_effect, correction)  # before anything is measured
     cfg = run_config(warmup, min_time_s, rounds, loops, clock, disable_gc, max_time_s)
+    if processes is not None:
+        return _compare_in_workers(variants, baseline, processes, worker_timeout_s,
+                                   dict(warmup=warmup, min_time_s=min_time_s, repeat=rounds,
+                                        duration_s=None, loops=loops, clock=clock,
+                                        disable_gc=disable_gc, max_time_s=max_time_s),
+                                   setup, globals, alpha, min_effect, correction)
     glob = {} if globals is None else globals
     targets = {n: _target(n, variants[n], cfg.clock, setup, glob) for n in names}
     samples: dict[str, list[float]] = {n: [] for n in names}
@@ -256,6 +427,118 @@ def compare(
     )
 
 
+def _variation(measurements: Sequence[Measurement],
+               given: float | None) -> tuple[float | None, int | None]:
+    """The run-to-run variation to judge single runs against, and its degrees of freedom:
+    the one given, else the largest the measurements carry, else this machine's."""
+    if given is not None:
+        value = check_finite("run_variation", given)
+        if not 0.0 <= value < 1.0:
+            raise ValueError(f"run_variation must be a fraction in [0, 1) such as 0.03 for 3%, "
+                             f"got {given!r}")
+        return value, None
+    carried = [m for m in measurements if m.run_variation is not None]
+    if carried:
+        worst = max(carried, key=lambda m: m.run_variation or 0.0)
+        return worst.run_variation, worst.run_variation_df
+    here = known_run_variation()
+    return (None, None) if here is None else (here.rel_sd, here.df)
+
+
+def _within(m: Measurement) -> float:
+    """A single run's relative standard error of its median, from its own 95% interval
+    (zero for several runs, whose spread already holds it)."""
+    if m.runs > 1 or m.rel_ci is None:
+        return 0.0
+    return m.rel_ci / 1.959964
+
+
+def judge_runs(
+    baseline_name: str,
+    measurements: Mapping[str, Measurement],
+    *,
+    paired: bool,
+    alpha: float,
+    min_effect: float,
+    correction: str,
+    run_variation: float | None = None,
+) -> dict[str, SampleComparison]:
+    """Each candidate's runs against the baseline's (:func:`fastbench.stats.runs.compare_runs`
+    on the run medians), then the p-values corrected across candidates."""
+    _check_judgement(alpha, min_effect, correction)
+    variation, df = _variation(list(measurements.values()), run_variation)
+    base = measurements[baseline_name]
+    results = {
+        name: compare_runs(base.run_medians_ns, m.run_medians_ns, paired=paired, alpha=alpha,
+                           min_effect=min_effect, run_variation=variation, variation_df=df,
+                           within_a=_within(base), within_b=_within(m))
+        for name, m in measurements.items() if name != baseline_name
+    }
+    return _corrected(results, correction)
+
+
+def _compare_instructions(variants: Mapping[str, Callable[[], Any] | str], baseline: str,
+                          setup: str, glob: dict[str, Any] | None,
+                          tolerance: float) -> InstructionComparison:
+    """compare() on instruction counts, one variant after the other."""
+    if glob:
+        raise ValueError("metric='instructions' counts statements in a fresh process, which "
+                         "gets no globals: import what the statement needs in setup")
+    bad = [n for n, v in variants.items() if not (isinstance(v, str) or callable(v))]
+    if bad:
+        raise TypeError(f"variant {bad[0]!r} must be a callable or a statement string, got "
+                        f"{type(variants[bad[0]]).__name__}")
+    counts: dict[str, InstructionCount] = {}
+    calls: int | None = None  # the baseline's choice, then the same for every variant
+    for name in [baseline, *(n for n in variants if n != baseline)]:
+        variant = variants[name]
+        if isinstance(variant, str):
+            counts[name] = count_statement_instructions(variant, setup, calls=calls, name=name)
+        else:
+            counts[name] = count_instructions(variant, calls=calls, name=name)
+        calls = counts[baseline].calls
+    others = {n: c for n, c in counts.items() if n != baseline}
+    return compare_instruction_counts(counts[baseline], others, baseline_name=baseline,
+                                      tolerance=tolerance)
+
+
+def _compare_in_workers(
+    variants: Mapping[str, Callable[[], Any] | str],
+    baseline: str,
+    processes: object,
+    timeout_s: float | None,
+    options: dict[str, Any],
+    setup: str,
+    glob: dict[str, Any] | None,
+    alpha: float,
+    min_effect: float,
+    correction: str,
+) -> Comparison:
+    """compare() with each variant measured in interleaved worker processes."""
+    count = check_int("processes", processes, 1, say_positive=False)
+    jobs = {}
+    for name, variant in variants.items():
+        if isinstance(variant, str):
+            jobs[name] = statement_job(variant, setup, glob, options=options, name=name)
+        elif callable(variant):
+            jobs[name] = callable_job(variant, (), {}, options=options, name=name)
+        else:
+            raise TypeError(f"variant {name!r} must be a callable or a statement string, "
+                            f"got {type(variant).__name__}")
+    runs = run_interleaved(jobs, count, timeout_s=timeout_s)
+    measurements = {name: Measurement.from_runs(runs[name], name=name) for name in variants}
+    return Comparison(
+        baseline=baseline,
+        measurements=measurements,
+        results=judge_runs(baseline, measurements, paired=True, alpha=alpha,
+                           min_effect=min_effect, correction=correction),
+        paired=True,
+        correction=correction,
+        rounds=count,
+        stop_reason="processes",
+    )
+
+
 def compare_measurements(
     baseline: Measurement,
     candidates: Mapping[str, Measurement],
@@ -264,35 +547,53 @@ def compare_measurements(
     alpha: float = 0.05,
     min_effect: float = 0.01,
     correction: str = "holm",
+    run_variation: float | None = None,
 ) -> Comparison:
-    """Judge saved measurements (not interleaved) against a baseline, as unpaired samples.
+    """Judge measurements taken apart (saved results, separate calls) against a baseline.
 
-    Each measurement contributes its quiet-phase samples (``Measurement.quiet_samples_ns``,
-    all of them when no interference phase was found), so the speedup agrees with the
-    medians reports print. The speedup is ``median(baseline) / median(candidate)`` with a
-    bootstrap interval, the p-value Mann-Whitney's U test (Welch's t on log times is reported
-    beside it).
+    Separate measurements are separate runs, and runs differ by more than the samples inside
+    one run show: the machine runs whole invocations at speed levels a few percent apart.
+    So each measurement contributes its runs' medians (``Measurement.run_medians_ns``: one
+    per worker process, or one for a single run), never its samples as independent draws,
+    and :func:`fastbench.stats.runs.compare_runs` decides:
+
+    - several runs per side (at least 3, e.g. saved with ``processes=5``): Welch's t test
+      on the log run medians;
+    - a single run on a side: the difference must exceed the run-to-run variation of this
+      machine: ``run_variation`` when given, else the largest the measurements carry (known
+      when they were taken), else what ``fastbench variation`` stored for this machine (or
+      ``FASTBENCH_RUN_VARIATION``). Otherwise the verdict is ``"cannot tell"``, with a warning
+      saying how much runs vary and how many processes would tell; without any known
+      variation, always ``"cannot tell"``.
+
+    Parameters
+    ----------
+    run_variation : float, optional
+        Relative standard deviation between runs of the same code (0.03 for 3%).
+    alpha, min_effect, correction
+        As in :func:`compare`.
 
     Raises
     ------
     TypeError
-        ``alpha`` or ``min_effect`` is not a number.
+        ``alpha``, ``min_effect`` or ``run_variation`` is not a number.
     ValueError
         No candidates, a candidate named like the baseline, ``alpha`` outside (0, 1),
-        ``min_effect`` outside [0, 1), or an unknown ``correction``.
+        ``min_effect`` or ``run_variation`` outside [0, 1), or an unknown ``correction``.
     """
     if not candidates:
         raise ValueError("compare_measurements needs at least one candidate")
     if baseline_name in candidates:
         raise ValueError(f"a candidate is named like the baseline ({baseline_name!r})")
     measurements = {baseline_name: baseline, **candidates}
-    samples = {n: m.quiet_samples_ns for n, m in measurements.items()}
     return Comparison(
         baseline=baseline_name,
         measurements=dict(measurements),
-        results=_judge(baseline_name, samples, False, alpha, min_effect, correction),
+        results=judge_runs(baseline_name, measurements, paired=False, alpha=alpha,
+                           min_effect=min_effect, correction=correction,
+                           run_variation=run_variation),
         paired=False,
         correction=correction,
-        rounds=min(v.size for v in samples.values()),
+        rounds=min(m.runs for m in measurements.values()),
         stop_reason="saved",
     )

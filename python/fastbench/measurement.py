@@ -8,8 +8,8 @@ files consume them.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-from typing import Any, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 from numpy.typing import NDArray
@@ -18,9 +18,10 @@ from .counters import SampleCounts
 from .memory import CallMemory
 from .report.warnings import WarningRecord
 from .stats import Summary, median_ci, summarize
-from .stats.phases import Phases, timing_phases
+from .stats.phases import Phases, concatenate_phases, timing_phases
+from .stats.runs import run_level
 from .stats.summary import PERCENTILES
-from .units import format_ns
+from .units import format_ns, format_rel
 
 # Why sampling stopped: all `repeat` samples taken, the `target_rel_ci` reached, or the
 # `max_time_s` budget spent first.
@@ -30,6 +31,9 @@ STOP_REASONS = ("repeat", "duration_s", "target_rel_ci", "max_time_s")
 # the median of all samples by at least this much.
 INTERFERENCE_WARN_SHARE = 0.05
 INTERFERENCE_WARN_SHIFT = 0.01
+# Warn when the medians of a measurement's runs (worker processes) vary by more than this
+# (relative standard deviation between runs).
+RUN_SPREAD_WARN = 0.03
 
 # Every warning a Measurement can carry: its code, its severity and how its sentence begins
 # (those of fastbench.stats.summarize included). Each warning is coded where it is written;
@@ -47,6 +51,7 @@ _WARNING_KINDS: tuple[tuple[str, str, re.Pattern[str]], ...] = (
     ("precision-target-unmet", "warning", re.compile(r"precision target not reached: ")),
     ("call-floor-noise", "warning",
      re.compile(r"the body costs no more than the call floor's noise ")),
+    ("run-spread", "warning", re.compile(r"runs disagree: ")),
 )
 
 
@@ -95,6 +100,27 @@ class Measurement:
     memory : CallMemory or None
         Peak memory per call (RSS increase, Python heap) when ``measure`` was given
         ``memory=True``; tracked on separate calls after the timed samples.
+    run_lengths : tuple of int
+        With several runs (worker processes, ``processes=N``): how many of ``samples_ns``
+        each run took, in order (they sum to ``n``). Empty for a single run.
+    run_loops : tuple of int
+        Calls per sample of each run (each worker calibrates its own); empty for one run.
+    run_variation : float or None
+        How much separate runs of the same code vary on this machine (relative standard
+        deviation of their medians), as known when the measurement was taken (measured by
+        ``fastbench variation``, or given); None when unknown. Reports and comparisons of a
+        single-run result use it.
+    run_variation_df : int or None
+        Degrees of freedom of ``run_variation`` (the processes it was measured with, minus
+        one); None for a value given without them.
+
+    Notes
+    -----
+    With several runs the run is a random effect: ``median_ns`` is the geometric mean of
+    the runs' medians (each over its quiet-phase samples) and ``median_ci_ns`` their t
+    interval (:func:`fastbench.stats.runs.run_level`); the samples of one run only make that
+    run's median. With one run, ``median_ci_ns`` is a within-run interval: it says nothing of
+    how the next run will come out, which ``run_variation`` does.
     """
 
     samples_ns: NDArray[np.float64]
@@ -114,6 +140,10 @@ class Measurement:
     warnings: tuple[str, ...] = ()
     counters: SampleCounts | None = None
     memory: CallMemory | None = None
+    run_lengths: tuple[int, ...] = ()
+    run_loops: tuple[int, ...] = ()
+    run_variation: float | None = None
+    run_variation_df: int | None = None
     _cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     # -- summary figures ------------------------------------------------------------------
@@ -131,13 +161,52 @@ class Measurement:
         return result
 
     @property
+    def runs(self) -> int:
+        """Independent runs (worker processes) the samples come from: 1 unless measured with
+        ``processes=N`` or merged by :meth:`from_runs`."""
+        return max(len(self.run_lengths), 1)
+
+    def run_samples_ns(self) -> list[NDArray[np.float64]]:
+        """The samples of each run, in order (one array for a single run)."""
+        if not self.run_lengths:
+            return [self.samples_ns]
+        edges = np.cumsum((0, *self.run_lengths))
+        return [self.samples_ns[a:b] for a, b in zip(edges[:-1], edges[1:])]
+
+    @property
     def phases(self) -> Phases:
         """Which samples ran in quiet phases (``fastbench.stats.phases.quiet_phases``,
-        windows of about 10 ms of sampling). Every sample is quiet below 64 samples."""
+        windows of about 10 ms of sampling), found in each run on its own. Every sample is
+        quiet below 64 samples."""
         if "phases" not in self._cache:
-            self._cache["phases"] = timing_phases(self.samples_ns, max(self.loops, 1))
+            if not self.run_lengths:
+                self._cache["phases"] = timing_phases(self.samples_ns, max(self.loops, 1))
+            else:
+                self._cache["phases"] = concatenate_phases([
+                    timing_phases(x, max(loops, 1))
+                    for x, loops in zip(self.run_samples_ns(), self.run_loops)])
         result: Phases = self._cache["phases"]
         return result
+
+    @property
+    def run_medians_ns(self) -> NDArray[np.float64]:
+        """Each run's median over its quiet-phase samples (one value for a single run)."""
+        if "run_medians" not in self._cache:
+            quiet = self.phases.quiet
+            if not self.run_lengths:
+                parts = [self.samples_ns[quiet]]
+            else:
+                edges = np.cumsum((0, *self.run_lengths))
+                parts = [self.samples_ns[a:b][quiet[a:b]] for a, b in zip(edges[:-1], edges[1:])]
+            self._cache["run_medians"] = np.array([float(np.median(p)) for p in parts])
+        medians: NDArray[np.float64] = self._cache["run_medians"]
+        return medians
+
+    @property
+    def run_spread(self) -> float | None:
+        """Relative standard deviation between the runs' medians (SD of their logs); None
+        for a single run."""
+        return run_level(self.run_medians_ns).spread
 
     @property
     def quiet_samples_ns(self) -> NDArray[np.float64]:
@@ -161,7 +230,10 @@ class Measurement:
 
         Equal to ``raw_median_ns`` when no interference phase was found. Stretches in which
         a shared machine ran every sample slower (another tenant, the hypervisor) would
-        otherwise make the median report how much of the run they covered."""
+        otherwise make the median report how much of the run they covered. With several
+        runs: the geometric mean of the runs' medians."""
+        if self.run_lengths:
+            return run_level(self.run_medians_ns).center
         return float(np.median(self.quiet_samples_ns))
 
     @property
@@ -197,10 +269,14 @@ class Measurement:
 
     @property
     def median_ci_ns(self) -> tuple[float, float] | None:
-        """Distribution-free 95% CI of ``median_ns`` (over the quiet-phase samples); None
-        below 6 samples."""
+        """95% CI of ``median_ns``. One run: the distribution-free interval over its
+        quiet-phase samples (None below 6 samples), a within-run interval. Several runs: the
+        t interval of the runs' medians, the run as a random effect."""
         if "median_ci" not in self._cache:
-            self._cache["median_ci"] = median_ci(self.quiet_samples_ns, 0.95)
+            if self.run_lengths:
+                self._cache["median_ci"] = run_level(self.run_medians_ns).ci
+            else:
+                self._cache["median_ci"] = median_ci(self.quiet_samples_ns, 0.95)
         ci: tuple[float, float] | None = self._cache["median_ci"]
         return ci
 
@@ -235,6 +311,10 @@ class Measurement:
             "warnings": [str(w) for w in self.warnings],  # the text alone
             "counters": None if self.counters is None else self.counters.to_dict(),
             "memory": None if self.memory is None else self.memory.to_dict(),
+            "run_lengths": list(self.run_lengths),
+            "run_loops": list(self.run_loops),
+            "run_variation": self.run_variation,
+            "run_variation_df": self.run_variation_df,
         }
 
     @classmethod
@@ -264,6 +344,14 @@ class Measurement:
         if stop_reason not in STOP_REASONS:
             raise ValueError(f"unknown stop_reason {stop_reason!r}; expected one of {STOP_REASONS}")
         target = data.get("target_rel_ci")
+        run_lengths = tuple(int(k) for k in data.get("run_lengths") or ())
+        run_loops = tuple(int(k) for k in data.get("run_loops") or ())
+        if run_lengths and (sum(run_lengths) != samples.size or len(run_loops) != len(run_lengths)
+                            or min(run_lengths) < 1 or min(run_loops) < 1):
+            raise ValueError("Measurement run_lengths must be positive and add up to the "
+                             "samples, with one positive run_loops entry per run")
+        variation = data.get("run_variation")
+        variation_df = data.get("run_variation_df")
         return cls(
             samples_ns=samples,
             loops=int(data["loops"]),
@@ -282,19 +370,82 @@ class Measurement:
             warnings=tuple(_saved_warning(str(w)) for w in data.get("warnings", ())),
             counters=None if data.get("counters") is None else SampleCounts.from_dict(data["counters"]),
             memory=None if data.get("memory") is None else CallMemory.from_dict(data["memory"]),
+            run_lengths=run_lengths,
+            run_loops=run_loops,
+            run_variation=None if variation is None else float(variation),
+            run_variation_df=None if variation_df is None else int(variation_df),
         )
+
+    @classmethod
+    def from_runs(cls, runs: Sequence[Measurement], name: str | None = None) -> Measurement:
+        """One Measurement of several independent runs (worker processes) of the same code.
+
+        The samples are concatenated in run order and ``run_lengths`` / ``run_loops`` say
+        which run took which; ``median_ns`` and ``median_ci_ns`` are then run-level figures
+        (see the class notes). The floors are the medians over the runs, the elapsed time
+        and calibration trials their sums; counters and memory come from the first run;
+        the stop reason is "max_time_s" if a budget ended any run.
+
+        Raises
+        ------
+        ValueError
+            No runs, a run that itself holds several, or runs of different clocks.
+        """
+        if not runs:
+            raise ValueError("from_runs needs at least one Measurement")
+        nested = [i for i, m in enumerate(runs) if m.run_lengths]
+        if nested:
+            raise ValueError(f"runs {nested} already hold several runs; merge single runs")
+        clocks = sorted({m.clock for m in runs})
+        if len(clocks) > 1:
+            raise ValueError(f"runs measured with different clocks: {', '.join(clocks)}")
+        first = runs[0]
+        reasons = [m.stop_reason for m in runs]
+        m = cls(
+            samples_ns=np.concatenate([r.samples_ns for r in runs]),
+            loops=first.loops,
+            warmup_samples_ns=np.concatenate([r.warmup_samples_ns for r in runs]),
+            clock=first.clock,
+            overhead_ns=float(np.median([r.overhead_ns for r in runs])),
+            overhead_mad_ns=float(np.median([r.overhead_mad_ns for r in runs])),
+            call_floor_ns=float(np.median([r.call_floor_ns for r in runs])),
+            call_floor_mad_ns=float(np.median([r.call_floor_mad_ns for r in runs])),
+            call_floor_kind=first.call_floor_kind,
+            name=first.name if name is None else name,
+            calibration_trials=sum(r.calibration_trials for r in runs),
+            elapsed_s=sum(r.elapsed_s for r in runs),
+            target_rel_ci=first.target_rel_ci,
+            stop_reason="max_time_s" if "max_time_s" in reasons else reasons[0],
+            counters=first.counters,
+            memory=first.memory,
+            run_lengths=tuple(r.n for r in runs) if len(runs) > 1 else (),
+            run_loops=tuple(r.loops for r in runs) if len(runs) > 1 else (),
+            run_variation=first.run_variation,
+            run_variation_df=first.run_variation_df,
+        )
+        return replace(m, warnings=measurement_warnings(m))
 
     def __str__(self) -> str:
         rel = self.rel_ci
-        spread = f"± {rel * 100:.1f}%" if rel is not None else "± n/a"
         what = "sample" if self.n == 1 else "samples"
         quiet = int(np.count_nonzero(self.phases.quiet))
         if quiet < self.n:
-            what = f"quiet-phase samples of {self.n}"
-        return (
-            f"{format_ns(self.median_ns)} {spread} (median of {quiet} {what} × "
-            f"{self.loops:,} loops, {self.clock} clock)"
-        )
+            what = f"quiet-phase samples of {self.n:,}"
+        loops = f"{self.loops:,}"
+        if self.run_loops and min(self.run_loops) != max(self.run_loops):
+            loops = f"{min(self.run_loops):,}-{max(self.run_loops):,}"
+        detail = f"median of {quiet:,} {what} × {loops} loops, {self.clock} clock"
+        if self.run_lengths:
+            spread = "± n/a" if rel is None else f"± {format_rel(rel)}"
+            between = self.run_spread or 0.0
+            return (f"{format_ns(self.median_ns)} {spread} (95% CI over {self.runs} processes, "
+                    f"which vary by {format_rel(between)}; {detail})")
+        within = "± n/a within this run" if rel is None else f"± {format_rel(rel)} within this run"
+        if self.run_variation is None:
+            across = "run-to-run variation here not measured"
+        else:
+            across = f"runs here vary by about {format_rel(self.run_variation)}"
+        return f"{format_ns(self.median_ns)} {within}; {across} ({detail})"
 
 
 def relative_half_width(ci: tuple[float, float] | None, center: float) -> float | None:
@@ -352,6 +503,13 @@ def measurement_warnings(m: Measurement, clock_reason: str = "") -> tuple[Warnin
         found.append(WarningRecord(
             f"precision target not reached: median CI ±{got} > ±{m.target_rel_ci * 100:.3g}% "
             "when the time budget ran out", "precision-target-unmet"))
+    spread = m.run_spread
+    if spread is not None and spread > RUN_SPREAD_WARN:
+        found.append(WarningRecord(
+            f"runs disagree: the medians of the {m.runs} processes vary by {format_rel(spread)} "
+            f"(from {format_ns(float(m.run_medians_ns.min()))} to "
+            f"{format_ns(float(m.run_medians_ns.max()))}); the interval allows for it, but a "
+            "quieter machine or more processes would narrow it", "run-spread"))
     noise = 3.0 * max(m.call_floor_mad_ns, 0.0)
     if m.call_floor_kind != "unknown" and m.net_median_ns <= noise:
         found.append(WarningRecord(

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["format_bytes", "format_count", "format_ns"]
+__all__ = ["format_bytes", "format_count", "format_ns", "format_rel"]
 
 _TIME_UNITS = ((1e9, "s"), (1e6, "ms"), (1e3, "µs"), (1.0, "ns"))
 _BINARY_UNITS = (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024))
@@ -74,3 +74,18 @@ def format_count(value: float, unit: str = "", digits: int = 3) -> str:
             return f"{value / scale:.{digits - 1}f} {prefix}{unit}"
     text = f"{value:.{digits - 1}f}" if value != int(value) else f"{int(value)}"
     return f"{text} {unit}".rstrip()
+
+
+def format_rel(fraction: float) -> str:
+    """A relative figure (0.042 for 4.2%) as a percentage with two significant digits, so a
+    small one never prints as "0.0%": "12%", "4.2%", "0.31%", "0.0042%", "< 0.001%", "0%"."""
+    pct = abs(fraction) * 100.0
+    if pct == 0.0:
+        return "0%"
+    if pct < 0.001:
+        return "< 0.001%"
+    if pct >= 10.0:
+        return f"{pct:.0f}%"
+    if pct >= 1.0:
+        return f"{pct:.1f}%"
+    return f"{pct:.2g}%"

@@ -136,12 +136,28 @@ def _model_analysis() -> Any:
     })
 
 
+def _instruction_count(name: str, per_call: float) -> Any:
+    from fastbench.counters import InstructionCount
+
+    return InstructionCount(name=name, per_call=per_call, runs=(per_call,), source="simulated",
+                            calls=100, estimated_cycles=per_call * 1.1,
+                            events={"Ir": per_call, "D1mr": 2.0}, wall_s=2.0)
+
+
+def _instruction_comparison() -> Any:
+    return fastbench.compare_instruction_counts(
+        _instruction_count("a", 50310.0), {"b": _instruction_count("b", 50817.0)},
+        baseline_name="a")
+
+
 # kind -> (builder, class name the loaded object must have)
 BUILDERS: dict[str, tuple[Callable[[], Any], str]] = {
     "measurement": (_measurement, "Measurement"),
     "measurements": (lambda: {"a": _measurement("a", 1), "b": _measurement("b", 2)},
                      "dict of Measurement"),
     "comparison": (_comparison, "Comparison"),
+    "instruction_count": (lambda: _instruction_count("loop", 50310.0), "InstructionCount"),
+    "instruction_comparison": (_instruction_comparison, "InstructionComparison"),
     "stat": (_stat, "StatResult"),
     "simulated_counts": (_simulated_counts, "SimulatedCounts"),
     "roofline": (_roofline, "Roofline"),
@@ -332,6 +348,9 @@ def test_kind_lists_are_builtin_first(monkeypatch: pytest.MonkeyPatch, tmp_path:
                                         r"'measurement' \(Measurement\); 'measurements' "
                                         r"\(mapping of str to Measurement, or sequence of "
                                         r"Measurement\); 'comparison' \(Comparison\); "
+                                        r"'instruction_count' \(InstructionCount\); "
+                                        r"'instruction_comparison' "
+                                        r"\(InstructionComparison\); "
                                         r"'stat' \(StatResult\); 'simulated_counts' "
                                         r"\(SimulatedCounts\); 'roofline' \(Roofline\); "
                                         r"'model_analysis' \(ModelAnalysis\); "

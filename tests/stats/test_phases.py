@@ -162,7 +162,7 @@ def test_measurement_reports_the_quiet_median_and_keeps_every_sample() -> None:
     assert m.median_ns == pytest.approx(1.0, rel=0.01)
     low, high = m.median_ci_ns  # type: ignore[misc]
     assert low <= m.median_ns <= high and high < 1.01
-    assert f"median of {quiet.sum()} quiet-phase samples of {x.size} ×" in str(m)
+    assert f"median of {quiet.sum():,} quiet-phase samples of {x.size:,} ×" in str(m)
     warnings = measurement_warnings(m)
     pattern = re.compile(r"interference: (49|50|51)\.\d% of the samples ran in phases 1\.(7[5-9]|8[0-5])x")
     assert any(pattern.match(w) for w in warnings), warnings

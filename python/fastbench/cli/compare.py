@@ -10,10 +10,13 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from ..comparison import Comparison, compare, compare_measurements
+from ..comparison import (Comparison, InstructionComparison, compare,
+                          compare_instruction_counts, compare_measurements)
+from ..counters import InstructionCount
 from ..measurement import Measurement
-from ..report.text import comparison_lines
-from ..results import load_any, save
+from ..report.text import comparison_lines, instruction_comparison_lines
+from ..results import ResultsFileError, load, load_any, save
+from ..results.kinds import unique_name
 from .output import out
 
 __all__ = ["EXIT_SLOWER", "cmd_compare"]
@@ -23,12 +26,35 @@ __all__ = ["EXIT_SLOWER", "cmd_compare"]
 EXIT_SLOWER = 3
 
 
-def _slowdowns(comparisons: Sequence[Comparison], fail_slower: float | None) -> list[str]:
+def _slowdowns(comparisons: Sequence[Comparison | InstructionComparison],
+               fail_slower: float | None) -> list[str]:
     """Candidates found significantly slower by more than ``fail_slower`` percent."""
     if fail_slower is None:
         return []
     return [f"{name} ({r.rel_diff_pct:+.2f}%)" for c in comparisons for name, r in c.results.items()
             if r.verdict == "slower" and r.rel_diff_pct > fail_slower]
+
+
+def _saved_counts(paths: Sequence[str]) -> dict[str, InstructionCount] | None:
+    """The instruction counts of saved files, by file name; None when the first file holds
+    no instruction count (then they are timings)."""
+    def loaded(path: str) -> object:
+        try:
+            return load(path)
+        except ResultsFileError:
+            return None  # another tool's file: timings
+
+    first = loaded(paths[0])
+    if not isinstance(first, InstructionCount):
+        return None
+    counts = {Path(paths[0]).name: first}
+    for path in paths[1:]:
+        got = loaded(path)
+        if not isinstance(got, InstructionCount):
+            raise ValueError(f"{paths[0]} holds an instruction count but {path} does not: "
+                             "compare counts with counts, timings with timings")
+        counts[unique_name(Path(path).name, set(counts))] = got
+    return counts
 
 
 def _file_comparisons(paths: Sequence[str], args: argparse.Namespace) -> list[Comparison]:
@@ -42,7 +68,10 @@ def _file_comparisons(paths: Sequence[str], args: argparse.Namespace) -> list[Co
 
     def judge(baseline: Measurement, found: dict[str, Measurement], label: str) -> Comparison:
         return compare_measurements(baseline, found, baseline_name=label, alpha=args.alpha,
-                                    min_effect=args.min_effect, correction=args.correction)
+                                    min_effect=args.min_effect, correction=args.correction,
+                                    run_variation=variation)
+
+    variation = None if args.run_variation is None else args.run_variation / 100.0
 
     if len(base) == 1 and all(len(c) == 1 for _, c in cands):
         singles: dict[str, Measurement] = {}
@@ -61,7 +90,19 @@ def _file_comparisons(paths: Sequence[str], args: argparse.Namespace) -> list[Co
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    if args.run:
+    tolerance = args.tolerance / 100.0
+    comparisons: list[Comparison | InstructionComparison]
+    if args.run and args.metric == "instructions":
+        if args.processes is not None:
+            raise ValueError("--metric instructions does not take --processes: counts do not "
+                             "vary from run to run")
+        variants = {f"[{i}] {stmt}": stmt for i, stmt in enumerate(args.run)}
+        ic = compare(variants, baseline=next(iter(variants)), metric="instructions",
+                     tolerance=tolerance, setup="\n".join(args.setup) or "pass")
+        comparisons = [ic]
+        if args.output:
+            save(ic, args.output)
+    elif args.run:
         if args.files:
             raise ValueError("give either result files or --run statements, not both")
         if len(args.run) < 2:
@@ -71,17 +112,28 @@ def cmd_compare(args: argparse.Namespace) -> int:
         c = compare(variants, baseline=next(iter(variants)), rounds=args.rounds,
                     min_time_s=args.min_time, max_time_s=args.max_time, clock=args.clock,
                     alpha=args.alpha, min_effect=args.min_effect, correction=args.correction,
-                    setup=setup, globals={})
+                    setup=setup, globals={}, processes=args.processes)
         comparisons = [c]
         if args.output:
             save(c, args.output)
     else:
+        if args.processes is not None:
+            raise ValueError("--processes measures --run statements; saved files hold the runs "
+                             "they were measured with (fastbench timeit --processes N -o FILE)")
         if len(args.files) < 2:
             raise ValueError("compare needs a baseline file and at least one candidate file "
                              "(or --run STMT STMT ...)")
-        comparisons = _file_comparisons(args.files, args)
-    for i, c in enumerate(comparisons):
-        out(([""] if i else []) + comparison_lines(c))
+        counts = _saved_counts(args.files)
+        if counts is None:
+            comparisons = list(_file_comparisons(args.files, args))
+        else:
+            (base_name, base), *rest = counts.items()
+            comparisons = [compare_instruction_counts(base, dict(rest), baseline_name=base_name,
+                                                      tolerance=tolerance)]
+    for i, done in enumerate(comparisons):
+        lines = (instruction_comparison_lines(done) if isinstance(done, InstructionComparison)
+                 else comparison_lines(done))
+        out(([""] if i else []) + lines)
     if args.output and args.run:
         out(f"saved to {args.output}")
     slower = _slowdowns(comparisons, args.fail_slower)

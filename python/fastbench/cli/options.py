@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import argparse
 
-__all__ = ["add_clock", "add_max_time", "add_min_time", "add_output", "add_setup"]
+__all__ = ["add_clock", "add_max_time", "add_metric", "add_min_time", "add_output",
+           "add_processes", "add_setup"]
 
 CLOCKS = ["auto", "tsc", "steady"]
 
@@ -36,3 +37,15 @@ def add_setup(p: argparse.ArgumentParser, help: str) -> None:
 def add_output(p: argparse.ArgumentParser, help: str) -> None:
     """``-o/--output FILE``: where the result is saved."""
     p.add_argument("-o", "--output", help=help)
+
+
+def add_processes(p: argparse.ArgumentParser, help: str) -> None:
+    """``--processes N``: worker processes, none (this process) by default."""
+    p.add_argument("--processes", type=int, default=None, metavar="N", help=help)
+
+
+def add_metric(p: argparse.ArgumentParser) -> None:
+    """``--metric {time,instructions}``: seconds, or instructions per call (deterministic)."""
+    p.add_argument("--metric", default="time", choices=["time", "instructions"],
+                   help="time (default), or instructions per call: the PMU where one is "
+                   "exposed, else valgrind (simulated); does not move with the host's speed")

@@ -12,11 +12,13 @@ from ..timing import DEFAULT_DURATION_S, DEFAULT_SAMPLE_S
 from .analyze import cmd_analyze
 from .compare import EXIT_SLOWER, cmd_compare
 from .info import cmd_info
-from .options import add_clock, add_max_time, add_min_time, add_output, add_setup
+from .options import (add_clock, add_max_time, add_metric, add_min_time, add_output,
+                      add_processes, add_setup)
 from .roofline import cmd_roofline
 from .stat import cmd_stat
 from .timeit import cmd_timeit
 from .tour import cmd_tour
+from .variation import VARIATION_PROCESSES, cmd_variation
 
 __all__ = ["build_parser"]
 
@@ -49,6 +51,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_max_time(p, "time budget in seconds")
     p.add_argument("--target-rel-ci", type=float, default=None,
                    help="sample until the median's 95%% CI is within this fraction (e.g. 0.01)")
+    add_processes(p, "run the measurement in N fresh worker processes, one after the other "
+                  "(about N times as long); the interval then covers run-to-run variation")
+    add_metric(p)
     add_output(p, "save the measurement to this JSON file")
     p.set_defaults(func=cmd_timeit)
 
@@ -67,10 +72,31 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--min-effect", type=float, default=0.01,
                    help="smallest relative difference called a change (default 0.01)")
     p.add_argument("--correction", default="holm", choices=["holm", "bh", "none"])
+    add_processes(p, "with --run: measure each statement in N worker processes, interleaved "
+                  "A B B A ..., and judge the run medians (paired t test)")
+    add_metric(p)
+    p.add_argument("--tolerance", type=float, default=0.5, metavar="PCT",
+                   help="with --metric instructions: the change in %% that counts as a "
+                   "difference (default 0.5)")
+    p.add_argument("--run-variation", type=float, default=None, metavar="PCT",
+                   help="how much separate runs vary here, in %% (default: what `fastbench "
+                   "variation` measured, or what the files carry); single-run results are "
+                   "judged against it")
     p.add_argument("--fail-slower", type=float, default=None, metavar="PCT",
                    help=f"exit {EXIT_SLOWER} if a candidate is significantly slower by more than PCT%%")
     add_output(p, "save the --run comparison to this JSON file")
     p.set_defaults(func=cmd_compare)
+
+    p = sub.add_parser(
+        "variation", help="measure how much separate runs vary on this machine, and remember it",
+        description="Time a small workload in N fresh processes, one after the other, and keep "
+        "the spread of their medians for this machine: single-run results measured here carry "
+        "it, and comparisons of single runs are judged against it.")
+    p.add_argument("--processes", type=int, default=VARIATION_PROCESSES,
+                   help=f"worker processes (default {VARIATION_PROCESSES}, at least 3; "
+                   "about 1.3 s each)")
+    p.add_argument("--no-store", action="store_true", help="measure and print only")
+    p.set_defaults(func=cmd_variation)
 
     p = sub.add_parser("tour", help="a first run: info, then a few measurements")
     add_output(p, "also write the report to this file")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..report.text import measurement_lines
+from ..report.text import instruction_count_lines, measurement_lines
 from ..results import save
 from ..timing import timeit
 from .output import out
@@ -17,12 +17,22 @@ __all__ = ["cmd_timeit"]
 def cmd_timeit(args: argparse.Namespace) -> int:
     stmt = "\n".join(args.stmt) or "pass"
     setup = "\n".join(args.setup) or "pass"
+    if args.metric == "instructions":
+        count = timeit(stmt, setup=setup, metric="instructions")
+        out(instruction_count_lines(count))
+        _save(count, args.output)
+        return 0
     m = timeit(stmt, setup=setup, globals={}, warmup=args.warmup, min_time_s=args.min_time,
                repeat=args.repeat, duration_s=args.duration or None, loops=args.number,
                clock=args.clock,
-               max_time_s=args.max_time, target_rel_ci=args.target_rel_ci)
+               max_time_s=args.max_time, target_rel_ci=args.target_rel_ci,
+               processes=args.processes)
     out(measurement_lines(m))
-    if args.output:
-        save(m, args.output)
-        out(f"saved to {args.output}")
+    _save(m, args.output)
     return 0
+
+
+def _save(result: object, path: str | None) -> None:
+    if path:
+        save(result, path)
+        out(f"saved to {path}")

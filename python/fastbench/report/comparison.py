@@ -7,15 +7,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..units import format_ns
+from ..units import format_ns, format_rel
 from .table import table
 
 if TYPE_CHECKING:
-    from ..comparison import Comparison
+    from ..comparison import Comparison, InstructionComparison
     from ..measurement import Measurement
     from ..stats import SampleComparison
 
-__all__ = ["comparison_lines"]
+__all__ = ["comparison_lines", "instruction_comparison_lines"]
 
 
 def _ci_text(ci: tuple[float, float] | None, fmt: str) -> str:
@@ -29,8 +29,7 @@ def _p_text(p: float) -> str:
 def comparison_lines(c: Comparison) -> list[str]:
     """The A/B table: per variant its median and CI; per candidate speedup, p and verdict."""
     base = c.measurements[c.baseline]
-    how = (f"paired over {c.rounds} interleaved rounds, sign test" if c.paired
-           else "unpaired saved samples, Mann-Whitney U")
+    how = _how(c)
     corr = "" if len(c.results) < 2 or c.correction == "none" else f", {c.correction}-corrected p"
     lines = [f"baseline: {c.baseline} ({how}{corr})"]
     rows = [[c.baseline, format_ns(base.median_ns), _rel_ci(base), "1 (baseline)", "", "", ""]]
@@ -44,7 +43,9 @@ def comparison_lines(c: Comparison) -> list[str]:
     lines += table(["variant", "median", "95% CI", "speedup [95% CI]", "time", "p", "verdict"],
                    rows)
     for name, r in c.results.items():
-        lines.append(f"  {name}: " + ", ".join(_effect_parts(r)))
+        parts = _effect_parts(r)
+        if parts:
+            lines.append(f"  {name}: " + ", ".join(parts))
     for name, r in c.results.items():
         lines += [f"  {name}: {w}" for w in r.warnings]
     for name, m in c.measurements.items():
@@ -54,8 +55,31 @@ def comparison_lines(c: Comparison) -> list[str]:
     return lines
 
 
+def _how(c: Comparison) -> str:
+    """How the verdicts were reached, for the header line."""
+    if c.stop_reason == "processes":
+        return (f"paired over {c.rounds} interleaved worker processes per variant, "
+                "t test on the run medians")
+    if c.paired:
+        return f"paired over {c.rounds} interleaved rounds in one process, sign test"
+    levels = {r.level for r in c.results.values()}
+    if levels == {"runs"}:
+        return "separate results of several runs each, Welch t test on the run medians"
+    if levels == {"samples"}:
+        return "unpaired saved samples, Mann-Whitney U"
+    known = [r.run_variation for r in c.results.values()
+             if r.level == "variation" and r.run_variation is not None]
+    if known:
+        return (f"separate runs, judged against a run-to-run variation of "
+                f"{format_rel(max(known))}")
+    return "separate runs, run-to-run variation on this machine unknown"
+
+
 def _effect_parts(r: SampleComparison) -> list[str]:
-    """Effect sizes and the secondary p-values of one candidate, for the detail line."""
+    """Effect sizes and the secondary p-values of one candidate, for the detail line (none
+    for a side of fewer than 3 runs, where they say nothing)."""
+    if r.level != "samples" and min(r.n_a, r.n_b) < 3:
+        return []
     parts = [f"Cliff's delta {r.cliffs_delta:+.2f}"]
     if r.hedges_g is not None:
         parts.append(f"Hedges' g {r.hedges_g:+.2f}")
@@ -69,4 +93,27 @@ def _effect_parts(r: SampleComparison) -> list[str]:
 
 def _rel_ci(m: Measurement) -> str:
     rel = m.rel_ci
-    return "n/a" if rel is None else f"± {rel * 100:.2f}%"
+    if rel is None:
+        return "n/a"
+    return f"± {format_rel(rel)} ({m.runs} runs)" if m.runs > 1 else f"± {format_rel(rel)} in-run"
+
+
+def instruction_comparison_lines(c: InstructionComparison) -> list[str]:
+    """The instruction-count table: per variant its count per call, per candidate the change
+    and the verdict, then what counts cannot see."""
+    base = c.counts[c.baseline]
+    lines = [f"baseline: {c.baseline} (instructions per call, {base.label}; a change beyond "
+             f"±{format_rel(c.tolerance)} is a difference)"]
+    rows = [[c.baseline, f"{base.per_call:,.1f}", _cycles(base.estimated_cycles), "", ""]]
+    for name, r in c.results.items():
+        m = c.counts[name]
+        rows.append([name, f"{m.per_call:,.1f}", _cycles(m.estimated_cycles),
+                     f"{r.rel_diff_pct:+.3f}%", r.verdict])
+    lines += table(["variant", "instructions", "est. cycles", "change", "verdict"], rows)
+    # What counts cannot see is the same sentence for every candidate: said once.
+    warnings = dict.fromkeys(w for r in c.results.values() for w in r.warnings)
+    return lines + [f"  note: {w}" for w in warnings]
+
+
+def _cycles(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:,.0f}"

@@ -1,5 +1,5 @@
 """Text for event counters: which events this machine can count (and why not the others),
-and the counts per call of a measurement's counted samples. Returns lines and never prints;
+the counts per call of a measurement's counted samples, and instruction counts. Returns lines and never prints;
 the counting is :mod:`fastbench.counters`'.
 """
 
@@ -8,9 +8,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Sequence
 
 if TYPE_CHECKING:
-    from ..counters import EventAvailability, SampleCounts
+    from ..counters import EventAvailability, InstructionCount, SampleCounts
 
-__all__ = ["counter_lines", "sample_counter_lines"]
+__all__ = ["counter_lines", "instruction_count_lines", "sample_counter_lines"]
 
 
 def counter_lines(table: Sequence[EventAvailability]) -> list[str]:
@@ -43,4 +43,21 @@ def sample_counter_lines(sc: SampleCounts) -> list[str]:
         lines.append(f"    {name:<24}{'not counted':>16}: {reason}")
     path = "rdpmc (user space)" if sc.read_path == "rdpmc" else "read(2)"
     lines.append(f"    read by {path}" + (f": {sc.read_path_reason}" if sc.read_path_reason else ""))
+    return lines
+
+
+def instruction_count_lines(c: InstructionCount) -> list[str]:
+    """An instruction count: per call, where it comes from, its runs, the cycle estimate,
+    the events behind it and its notes."""
+    lines = [f"{c.name}: {c}" if c.name else str(c)]
+    runs = ", ".join(f"{r:,.1f}" for r in c.runs)
+    lines.append(f"  {len(c.runs)} run(s) of {c.calls:,} calls: {runs} per call "
+                 f"(spread {c.spread:.2g}); {c.wall_s:.1f} s")
+    if c.estimated_cycles is not None:
+        lines.append(f"  estimated cycles per call: {c.estimated_cycles:,.0f} (weights of "
+                     "simulated cache misses and mispredictions; an estimate, not a measurement)")
+    shown = {k: v for k, v in c.events.items() if k not in ("Ir", "instructions") and v}
+    if shown:
+        lines.append("  per call: " + ", ".join(f"{k} {v:,.1f}" for k, v in shown.items()))
+    lines += [f"  note: {n}" for n in c.notes]
     return lines

@@ -6,11 +6,12 @@
 from __future__ import annotations
 
 from .clocks import clock_lines
-from .comparison import comparison_lines
-from .counters import counter_lines, sample_counter_lines
+from .comparison import comparison_lines, instruction_comparison_lines
+from .counters import counter_lines, instruction_count_lines, sample_counter_lines
 from .isa import isa_lines
 from .measurement import measurement_lines
 from .placement import analysis_placement_lines
 
 __all__ = ["analysis_placement_lines", "clock_lines", "comparison_lines", "counter_lines",
-           "isa_lines", "measurement_lines", "sample_counter_lines"]
+           "instruction_comparison_lines", "instruction_count_lines", "isa_lines",
+           "measurement_lines", "sample_counter_lines"]

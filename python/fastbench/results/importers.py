@@ -81,9 +81,12 @@ def _pyperf_benchmark(index: int, bench: Any, file_meta: dict[str, Any]) -> Meas
         elapsed_s += math.fsum(run_samples) * loops / _NS_PER_S
     if not samples:
         raise ValueError(f"benchmark {name!r} has no values (only calibration runs)")
+    several = len(samples) > 1  # pyperf's runs are worker processes: kept as runs
     return _imported(
         np.concatenate(samples), min(loops_seen), np.concatenate(warmups),
         "pyperf:perf_counter", name, elapsed_s, calibration_trials=calibration_trials,
+        run_lengths=tuple(x.size for x in samples) if several else (),
+        run_loops=tuple(loops_seen) if several else (),
     )
 
 
@@ -132,7 +135,9 @@ def load_pyperf(path: PathArg) -> dict[str, Measurement]:
     -------
     dict of str to Measurement
         One per benchmark, keyed by its name (``#2``... appended to a repeated one;
-        "benchmark<i>" when unnamed). ``samples_ns``: every value of every run in ns;
+        "benchmark<i>" when unnamed). ``samples_ns``: every value of every run in ns, with
+        ``run_lengths`` / ``run_loops`` saying which run (worker process) took which, so
+        comparisons judge pyperf results by their runs;
         ``loops``: ``loops * inner_loops`` (the smallest if runs differ);
         ``warmup_samples_ns``: the runs' warmups in ns per iteration; ``clock``:
         "pyperf:perf_counter"; ``calibration_trials``: samples of the calibration runs,
@@ -180,14 +185,15 @@ def _pytest_benchmark_entry(index: int, bench: Any) -> Measurement:
 
 
 def _imported(samples: NDArray[np.float64], loops: int, warmups: NDArray[np.float64],
-              clock: str, name: str, elapsed_s: float, calibration_trials: int = 0) -> Measurement:
+              clock: str, name: str, elapsed_s: float, calibration_trials: int = 0,
+              run_lengths: tuple[int, ...] = (), run_loops: tuple[int, ...] = ()) -> Measurement:
     """A Measurement of another tool's samples: those tools measure no floors, so the floors
     are 0 and ``call_floor_kind`` says "unknown"."""
     return Measurement(
         samples_ns=samples, loops=loops, warmup_samples_ns=warmups, clock=clock,
         overhead_ns=0.0, overhead_mad_ns=0.0, call_floor_ns=0.0, call_floor_mad_ns=0.0,
         call_floor_kind="unknown", name=name, calibration_trials=calibration_trials,
-        elapsed_s=elapsed_s,
+        elapsed_s=elapsed_s, run_lengths=run_lengths, run_loops=run_loops,
     )
 
 

@@ -27,6 +27,8 @@ BUILTIN_KINDS: Mapping[str, str] = {
     # A mapping of str to Measurement, or a sequence of Measurement (stored by name).
     "measurements": "fastbench.measurement:Measurement",
     "comparison": "fastbench.comparison:Comparison",
+    "instruction_count": "fastbench.counters:InstructionCount",
+    "instruction_comparison": "fastbench.comparison:InstructionComparison",
     "stat": "fastbench.counters.command:StatResult",
     "simulated_counts": "fastbench.counters.simulation:SimulatedCounts",
     "roofline": "fastbench.roofline:Roofline",

@@ -21,7 +21,7 @@ import numpy as np
 
 from .. import _core
 from .._version import __version__
-from ..machine import caches, machine_info
+from ..machine import cache_dir, caches, machine_info
 from ..measurement import Measurement
 from ..report.progress import Progress
 from ..timing.callables import measure
@@ -99,13 +99,10 @@ def cache_path(threads: int, dtypes: Sequence[str], quick: bool) -> Path:
 
 
 def _cache_path(m: Mapping[str, Any], threads: int, dtypes: Sequence[str], quick: bool) -> Path:
-    base = os.environ.get("FASTBENCH_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
-        "fastbench")
     key = json.dumps([CACHE_VERSION, __version__, m["cpu_model"], m["logical_cores"],
                       m["caches"], m["gemm_isa"], threads, list(dtypes), quick])
     digest = hashlib.sha256(key.encode()).hexdigest()[:16]
-    return Path(base) / f"roofline-{digest}.json"
+    return cache_dir() / f"roofline-{digest}.json"
 
 
 def _load_cached(path: Path, machine: Mapping[str, Any]) -> Roofline | None:

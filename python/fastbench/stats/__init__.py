@@ -2,7 +2,8 @@
 
 This face re-exports the public API of its modules: one sample's checks and median interval
 (:mod:`.samples`), its summary (:mod:`.summary`), sample-size planning (:mod:`.planning`),
-two samples compared (:mod:`.twosample`), multiple-testing corrections (:mod:`.corrections`),
+two samples compared (:mod:`.twosample`), runs (processes) as a random effect
+(:mod:`.runs`), multiple-testing corrections (:mod:`.corrections`),
 interference phases in a series of samples (:mod:`.phases`) and the one median/MAD helper
 (:mod:`.robust`). Nothing here times, prints or drops a sample:
 outliers are counted and kept. Every function validates its input (non-empty,
@@ -16,18 +17,23 @@ from .corrections import adjust_pvalues
 from .planning import required_samples, samples_for_power
 from .samples import as_samples, median_ci
 from .summary import Outliers, Summary, summarize
-from .twosample import MIN_SAMPLES, SampleComparison, compare_samples
+from .runs import RunLevel, compare_runs, run_level
+from .twosample import MIN_RUNS, MIN_SAMPLES, SampleComparison, compare_samples
 
 __all__ = [
+    "MIN_RUNS",
     "MIN_SAMPLES",
     "Outliers",
+    "RunLevel",
     "SampleComparison",
     "Summary",
     "adjust_pvalues",
     "as_samples",
+    "compare_runs",
     "compare_samples",
     "median_ci",
     "required_samples",
+    "run_level",
     "samples_for_power",
     "summarize",
 ]

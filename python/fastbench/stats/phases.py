@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 from numpy.typing import NDArray
@@ -30,7 +30,7 @@ from numpy.typing import NDArray
 from .._checks import check_int
 from .samples import as_samples
 
-__all__ = ["Phases", "quiet_phases", "timing_phases", "window_for"]
+__all__ = ["Phases", "concatenate_phases", "quiet_phases", "timing_phases", "window_for"]
 
 # Windows below this many samples give too noisy a median to classify.
 MIN_WINDOW = 8
@@ -177,3 +177,25 @@ def timing_phases(per_call_ns: Any, loops: int) -> Phases:
         return Phases(np.ones(x.size, dtype=bool), x.size, 0.0, 0.0, 0)
     # Size windows by the fast tenth of the samples: slow phases only make windows longer.
     return quiet_phases(x, window_for(float(np.quantile(x, 0.1)) * loops * 1e-9))
+
+
+def concatenate_phases(parts: Sequence[Phases]) -> Phases:
+    """The phases of several runs found one run at a time, as one record over their samples
+    in order: the quiet flags concatenated, the windows added up, the lowest level, the
+    widest tolerance, the median window, no trend.
+
+    Raises
+    ------
+    ValueError
+        If ``parts`` is empty.
+    """
+    if not parts:
+        raise ValueError("concatenate_phases needs at least one Phases")
+    return Phases(
+        np.concatenate([p.quiet for p in parts]),
+        int(np.median([p.window for p in parts])),
+        min(p.level for p in parts),
+        max(p.tolerance for p in parts),
+        sum(p.windows for p in parts),
+        0.0,
+    )

@@ -27,9 +27,20 @@ MIN_SAMPLES = 6
 
 _UNEQUAL_RATIO = 4.0
 
-_FASTER = "faster"
-_SLOWER = "slower"
-_NO_DIFFERENCE = "no significant difference"
+# Fewer runs (processes) per side than this and a run-level comparison gives no verdict: a
+# t interval on two run medians has one degree of freedom and rests wholly on normality.
+MIN_RUNS = 3
+
+FASTER = "faster"
+SLOWER = "slower"
+NO_DIFFERENCE = "no significant difference"
+CANNOT_TELL = "cannot tell"
+VERDICTS = (FASTER, SLOWER, NO_DIFFERENCE, CANNOT_TELL)
+
+# What a comparison's samples are (SampleComparison.level): the samples of one run each,
+# the medians of several runs (processes) per side, or single runs judged against the
+# run-to-run variation known for the machine.
+LEVELS = ("samples", "runs", "variation")
 
 
 def _verdict(
@@ -39,14 +50,18 @@ def _verdict(
     min_effect: float,
     speedup_ci: tuple[float, float] | None,
     n: int,
+    level: str = "samples",
 ) -> str:
-    if n < MIN_SAMPLES or speedup_ci is None or not p_value < alpha:
-        return _NO_DIFFERENCE
+    # Against a known run-to-run variation, a difference inside it says nothing either way.
+    undecided = CANNOT_TELL if level == "variation" else NO_DIFFERENCE
+    minimum = {"samples": MIN_SAMPLES, "runs": MIN_RUNS}.get(level, 1)
+    if n < minimum or speedup_ci is None or not p_value < alpha:
+        return undecided
     if speedup >= 1.0 + min_effect and speedup_ci[0] > 1.0:
-        return _FASTER
+        return FASTER
     if speedup <= 1.0 / (1.0 + min_effect) and speedup_ci[1] < 1.0:
-        return _SLOWER
-    return _NO_DIFFERENCE
+        return SLOWER
+    return undecided
 
 
 @dataclass(frozen=True)
@@ -95,10 +110,18 @@ class SampleComparison:
     alpha, min_effect : float
         Significance level and smallest relative speedup worth reporting.
     verdict : str
-        ``"faster"``, ``"slower"`` or ``"no significant difference"``; see
-        :func:`compare_samples`.
+        ``"faster"``, ``"slower"``, ``"no significant difference"`` (see
+        :func:`compare_samples`) or, for single runs judged against the machine's run-to-run
+        variation, ``"cannot tell"`` (see :func:`fastbench.stats.runs.compare_runs`).
     warnings : tuple of str
         Reasons to distrust the result.
+    level : str
+        What ``n_a`` and ``n_b`` count: "samples" (the samples of one run per side), "runs"
+        (run medians of several worker processes per side) or "variation" (single runs judged
+        against the run-to-run variation ``run_variation``).
+    run_variation : float or None
+        The relative standard deviation between runs that the verdict allowed for (level
+        "variation", or the one measured between the runs for level "runs").
     """
 
     paired: bool
@@ -122,6 +145,8 @@ class SampleComparison:
     min_effect: float
     verdict: str
     warnings: tuple[str, ...]
+    level: str = "samples"
+    run_variation: float | None = None
 
     def with_p_value(self, p_adjusted: float) -> SampleComparison:
         """A copy with ``p_value`` replaced (e.g. by :func:`adjust_pvalues`) and the
@@ -139,7 +164,7 @@ class SampleComparison:
             raise ValueError(f"p_adjusted must be in [0, 1], got {p_adjusted!r}")
         verdict = _verdict(
             p, self.alpha, self.speedup, self.min_effect, self.speedup_ci,
-            min(self.n_a, self.n_b),
+            min(self.n_a, self.n_b), self.level,
         )
         return dataclasses.replace(self, p_value=p, verdict=verdict)
 
@@ -157,8 +182,11 @@ class SampleComparison:
         ValueError
             If a field is missing or unknown, or the verdict is not one of the three.
         """
-        names = [f.name for f in dataclasses.fields(cls)]
-        missing = [n for n in names if n not in data]
+        fields = dataclasses.fields(cls)
+        names = [f.name for f in fields]
+        # Fields with a default came later; files written before them lack them.
+        missing = [f.name for f in fields
+                   if f.name not in data and f.default is dataclasses.MISSING]
         extra = [k for k in data if k not in names]
         if missing or extra:
             raise ValueError(f"SampleComparison data: missing {missing}, unknown {extra}")
@@ -166,8 +194,10 @@ class SampleComparison:
         ci = values["speedup_ci"]
         values["speedup_ci"] = None if ci is None else (float(ci[0]), float(ci[1]))
         values["warnings"] = tuple(str(w) for w in values["warnings"])
-        if values["verdict"] not in (_FASTER, _SLOWER, _NO_DIFFERENCE):
+        if values["verdict"] not in VERDICTS:
             raise ValueError(f"unknown verdict {values['verdict']!r}")
+        if values.get("level", "samples") not in LEVELS:
+            raise ValueError(f"unknown level {values['level']!r}; expected one of {LEVELS}")
         return cls(**values)
 
 

@@ -6,14 +6,18 @@ reads a Python clock.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Literal, Sequence, overload
 
-from .._checks import check_bool
+from .._checks import check_bool, check_choice, check_int
+from ..counters import InstructionCount, count_instructions
 from ..measurement import Measurement
 from ..memory import call_memory
 from .config import DEFAULT_DURATION_S, DEFAULT_SAMPLE_S, RunConfig, run_config
 from .sampling import gc_paused, run_target
 from .targets import callable_target
+from .workers import WorkerJob, callable_job, importable, run_workers
+
+METRICS = ("time", "instructions")
 
 # memory=True: untracked calls, then calls tracked one by one (median and max reported).
 MEMORY_WARMUP = 1
@@ -29,8 +33,41 @@ def with_memory(m: Measurement, fn: Callable[..., Any], args: tuple[Any, ...],
                                              warmup=MEMORY_WARMUP))
 
 
+def in_workers(job: WorkerJob, processes: object, timeout_s: float | None,
+               name: str | None) -> Measurement:
+    """``job`` run in ``processes`` worker processes, one after the other, as one Measurement
+    of several runs (:meth:`Measurement.from_runs`)."""
+    count = check_int("processes", processes, 1, say_positive=False)
+    return Measurement.from_runs(run_workers(job, count, timeout_s=timeout_s), name=name)
+
+
+def _instructions(fn: Callable[..., Any] | str, args: tuple[Any, ...], kwargs: dict[str, Any],
+                  processes: int | None, name: str | None) -> InstructionCount:
+    """measure(metric="instructions"): the count of one call of ``fn(*args)``."""
+    if kwargs:
+        raise TypeError("metric='instructions' passes positional arguments only (the call is "
+                        f"rebuilt in a fresh process); got keyword arguments {sorted(kwargs)}")
+    if processes is not None:
+        raise ValueError("metric='instructions' does not take processes: instruction counts "
+                         "do not vary from run to run")
+    target = importable(fn).resolve() if isinstance(fn, str) else fn
+    if not callable(target):
+        raise TypeError(f"fn must be callable, got {type(target).__name__}")
+    return count_instructions(target, *args, name=name)
+
+
+@overload
+def measure(fn: Callable[..., Any] | str, /, *args: Any, metric: Literal["instructions"],
+            **kwargs: Any) -> InstructionCount: ...
+
+
+@overload
+def measure(fn: Callable[..., Any] | str, /, *args: Any, metric: Literal["time"] = "time",
+            **kwargs: Any) -> Measurement: ...
+
+
 def measure(
-    fn: Callable[..., Any],
+    fn: Callable[..., Any] | str,
     /,
     *args: Any,
     warmup: int = 1,
@@ -46,8 +83,11 @@ def measure(
     counters: Sequence[str] | None = None,
     counters_missing: str = "raise",
     memory: bool = False,
+    processes: int | None = None,
+    worker_timeout_s: float | None = 600.0,
+    metric: str = "time",
     **kwargs: Any,
-) -> Measurement:
+) -> Measurement | InstructionCount:
     """Time ``fn(*args, **kwargs)`` with the native loop.
 
     The arguments are bound once; each sample reads the clock, calls ``fn`` ``loops``
@@ -55,9 +95,10 @@ def measure(
 
     Parameters
     ----------
-    fn : callable
+    fn : callable, or str with ``processes``
         What to time. Its own keyword arguments go in ``**kwargs``; use
-        ``functools.partial`` for keywords that clash with the ones below.
+        ``functools.partial`` for keywords that clash with the ones below. With
+        ``processes``, a module-level function or a ``"module:function"`` string.
     warmup : int
         Samples run before the counted ones and kept apart (``warmup_samples_ns``).
     min_time_s : float
@@ -109,10 +150,32 @@ def measure(
         untracked call, then 3 calls each inside ``fastbench.memory.track()``; the peak RSS
         increase (median and max over the 3) and the Python heap peak per call. Timed
         samples never run under tracking.
+    processes : int, optional
+        Run the measurement in this many fresh worker processes, one after the other, each
+        doing what one call of ``measure`` does here with the same settings (calibration,
+        warmup, samples), so it costs about ``processes`` times as long. ``fn`` must then be
+        importable (a module-level function, or ``"module:function"``) and its arguments
+        picklable or :func:`fastbench.timing.workers.importable` names. The result holds
+        every run (``Measurement.runs``): its median is the geometric mean of the runs'
+        medians and its interval comes from their spread, the run as a random effect, so it
+        says how far the next invocation may land, which one run's samples cannot. Use 5 or
+        more for a verdict across saved results. Counters and memory come from the first
+        worker.
+    worker_timeout_s : float or None
+        With ``processes``: seconds one worker may take before it is killed (None: no limit).
+    metric : {"time", "instructions"}
+        "instructions" counts instructions per call (user space) instead of timing, and
+        returns a :class:`fastbench.counters.InstructionCount`: through the PMU
+        (``instructions`` via perf_event, in this process's native loop) where one is
+        exposed, otherwise under valgrind in a fresh process (``fn`` importable, positional
+        arguments picklable), labelled "simulated", with a cycle estimate from the simulated
+        cache misses. Counts do not move with the host's speed; they cannot see stalls
+        beyond the cache model, frequency or other threads. The timing options do not apply
+        (see :func:`fastbench.counters.count_instructions` for its own).
 
     Returns
     -------
-    Measurement
+    Measurement, or InstructionCount with ``metric="instructions"``
         With ``summary`` and ``warnings`` (high variation, few samples, bimodal, drift,
         clock fallback, unmet precision target).
 
@@ -128,9 +191,24 @@ def measure(
         The requested clock cannot be used here.
     KeyboardInterrupt
         Ctrl-C, noticed between samples.
+    WorkerError
+        With ``processes``: a worker failed (its status and stderr are in the message).
     Exception
         Whatever ``fn`` raises propagates unchanged, with its traceback, after cleanup.
     """
+    if check_choice("metric", metric, METRICS) == "instructions":
+        return _instructions(fn, args, kwargs, processes, name)
+    if processes is not None:
+        options = dict(warmup=warmup, min_time_s=min_time_s, repeat=repeat,
+                       duration_s=duration_s, loops=loops, clock=clock, disable_gc=disable_gc,
+                       max_time_s=max_time_s, target_rel_ci=target_rel_ci, counters=counters,
+                       counters_missing=counters_missing, memory=memory)
+        # Checked here, so a bad setting fails before any worker starts.
+        run_config(warmup, min_time_s, repeat, loops, clock, disable_gc, max_time_s,
+                   target_rel_ci, duration_s, counters, counters_missing)
+        check_bool("memory", memory)
+        job = callable_job(fn, tuple(args), dict(kwargs), options=options, name=name)
+        return in_workers(job, processes, worker_timeout_s, name)
     if not callable(fn):
         raise TypeError(f"fn must be callable, got {type(fn).__name__}")
     cfg = run_config(warmup, min_time_s, repeat, loops, clock, disable_gc, max_time_s,

@@ -8,15 +8,17 @@ from __future__ import annotations
 
 import itertools
 import textwrap
-from typing import Any, Callable
+from typing import Any, Callable, Literal, overload
 
 from .. import _core
-from .._checks import check_bool
+from .._checks import check_bool, check_choice
+from ..counters import InstructionCount, count_statement_instructions
 from ..measurement import Measurement
 from .config import DEFAULT_DURATION_S, DEFAULT_SAMPLE_S, run_config
-from .callables import measure, with_memory
+from .callables import METRICS, in_workers, measure, with_memory
 from .sampling import run_target
 from .targets import Target
+from .workers import statement_job
 
 
 _INNER_TEMPLATE = """\
@@ -95,6 +97,28 @@ def statement_target(stmt: str, setup: str, glob: dict[str, Any], clock: str,
                   clock, "statement", stmt if name is None else name)
 
 
+@overload
+def timeit(stmt: str | Callable[[], Any] = ..., setup: str = ...,
+           globals: dict[str, Any] | None = ..., *,  # noqa: A002
+           warmup: int = ..., min_time_s: float = ..., repeat: int = ...,
+           duration_s: float | None = ..., loops: int | None = ..., clock: str = ...,
+           disable_gc: bool = ..., max_time_s: float | None = ...,
+           target_rel_ci: float | None = ..., memory: bool = ..., processes: int | None = ...,
+           worker_timeout_s: float | None = ...,
+           metric: Literal["instructions"]) -> InstructionCount: ...
+
+
+@overload
+def timeit(stmt: str | Callable[[], Any] = ..., setup: str = ...,
+           globals: dict[str, Any] | None = ..., *,  # noqa: A002
+           warmup: int = ..., min_time_s: float = ..., repeat: int = ...,
+           duration_s: float | None = ..., loops: int | None = ..., clock: str = ...,
+           disable_gc: bool = ..., max_time_s: float | None = ...,
+           target_rel_ci: float | None = ..., memory: bool = ..., processes: int | None = ...,
+           worker_timeout_s: float | None = ...,
+           metric: Literal["time"] = ...) -> Measurement: ...
+
+
 def timeit(
     stmt: str | Callable[[], Any] = "pass",
     setup: str = "pass",
@@ -110,7 +134,10 @@ def timeit(
     max_time_s: float | None = None,
     target_rel_ci: float | None = None,
     memory: bool = False,
-) -> Measurement:
+    processes: int | None = None,
+    worker_timeout_s: float | None = 600.0,
+    metric: str = "time",
+) -> Measurement | InstructionCount:
     """Time a statement string like :func:`timeit.timeit`, with fastbench's clocks and stats.
 
     ``stmt`` is compiled into a ``for`` loop inside a function (as the stdlib does) that
@@ -118,19 +145,46 @@ def timeit(
     outside the timed region. The call floor is the same loop around ``pass``. A callable
     ``stmt`` is timed with :func:`measure`. Other parameters are those of :func:`measure`;
     with ``memory=True`` each tracked call runs ``stmt`` once, ``setup`` having run once
-    before them outside the tracked regions.
+    before them outside the tracked regions. With ``processes=N`` the statement runs in N
+    fresh worker processes one after the other (see :func:`measure`); ``globals`` must then
+    pickle. ``metric="instructions"`` counts the instructions of one execution of ``stmt``
+    instead (:func:`fastbench.counters.count_statement_instructions`; no ``globals``: the
+    setup imports what the statement needs).
 
     Raises
     ------
     SyntaxError
         ``stmt`` or ``setup`` does not compile.
+    WorkerError
+        With ``processes``: a worker failed.
     """
+    if check_choice("metric", metric, METRICS) == "instructions":
+        if callable(stmt):
+            return measure(stmt, metric="instructions")
+        if globals:
+            raise ValueError("metric='instructions' counts the statement in a fresh namespace "
+                             "(a fresh process under valgrind), which gets no globals: import "
+                             "what it needs in setup")
+        if processes is not None:
+            raise ValueError("metric='instructions' does not take processes: instruction "
+                             "counts do not vary from run to run")
+        return count_statement_instructions(stmt, setup)
     if callable(stmt):
         return measure(
             stmt, warmup=warmup, min_time_s=min_time_s, repeat=repeat, duration_s=duration_s,
             loops=loops, clock=clock, disable_gc=disable_gc, max_time_s=max_time_s,
-            target_rel_ci=target_rel_ci, memory=memory,
+            target_rel_ci=target_rel_ci, memory=memory, processes=processes,
+            worker_timeout_s=worker_timeout_s,
         )
+    if processes is not None:
+        run_config(warmup, min_time_s, repeat, loops, clock, disable_gc, max_time_s,
+                   target_rel_ci, duration_s)
+        check_bool("memory", memory)
+        options = dict(warmup=warmup, min_time_s=min_time_s, repeat=repeat,
+                       duration_s=duration_s, loops=loops, clock=clock, disable_gc=disable_gc,
+                       max_time_s=max_time_s, target_rel_ci=target_rel_ci, memory=memory)
+        return in_workers(statement_job(stmt, setup, globals, options=options), processes,
+                          worker_timeout_s, None)
     cfg = run_config(warmup, min_time_s, repeat, loops, clock, disable_gc, max_time_s,
                      target_rel_ci, duration_s)
     track_memory = check_bool("memory", memory)

@@ -15,6 +15,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .. import _core
+from ..machine import known_run_variation
 from ..measurement import Measurement, measurement_warnings
 from ..stats.robust import median_mad
 from .config import RunConfig
@@ -65,6 +66,7 @@ class Target:
                     cfg: RunConfig) -> Measurement:
         """The Measurement of this target's samples, with its warnings."""
         overhead, overhead_mad, floor, floor_mad = self.floors
+        variation = known_run_variation()
         m = Measurement(
             samples_ns=np.asarray(samples_ns, dtype=np.float64),
             loops=self.loops,
@@ -80,6 +82,8 @@ class Target:
             elapsed_s=elapsed_s,
             target_rel_ci=cfg.target_rel_ci,
             stop_reason=stop_reason,
+            run_variation=None if variation is None else variation.rel_sd,
+            run_variation_df=None if variation is None else variation.df,
         )
         return replace(m, warnings=measurement_warnings(m, _core.auto_clock()[1]))
 

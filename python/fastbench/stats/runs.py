@@ -1,0 +1,271 @@
+"""Statistics across runs: the run (a process, an invocation) as a random effect.
+
+The samples inside one run are not independent draws of what a user wants to know: a shared
+machine runs whole invocations at speed levels a few percent apart, so two runs of identical
+code differ by more than the within-run intervals allow. Here each run contributes one
+value, its median, and the uncertainty comes from how those values vary: the centre of
+several runs with its t interval (:func:`run_level`), and two sets of runs compared
+(:func:`compare_runs`) by a t test on their log medians, or, with a single run on a side,
+against the run-to-run variation known for the machine. Pure functions; running the
+processes is fastbench.timing's, storing the machine's variation fastbench.machine's.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from .._checks import check_finite, check_fraction
+from ._scipy import sps
+from .samples import as_samples
+from .twosample import (CANNOT_TELL, MIN_RUNS, SampleComparison, _cliffs_delta, _effect_sizes,
+                        _mannwhitney, _verdict, _welch_log)
+
+__all__ = ["RunLevel", "compare_runs", "processes_needed", "run_level", "run_spread"]
+
+# The power the processes suggestion aims at, for a difference of the size asked about.
+_POWER = 0.8
+# Suggested processes are kept within these bounds.
+_PROCESSES_RANGE = (3, 100)
+
+
+@dataclass(frozen=True)
+class RunLevel:
+    """The centre of several runs' medians, with its interval.
+
+    Attributes
+    ----------
+    runs : int
+        Number of runs.
+    center : float
+        Geometric mean of the run medians (runs differ by speed factors, so their logs are
+        averaged).
+    ci : (float, float) or None
+        ``exp(mean ± t(runs - 1) · sd / sqrt(runs))`` on the log medians at ``confidence``;
+        None with a single run.
+    spread : float or None
+        Standard deviation of the log medians (about the relative standard deviation between
+        runs: 0.03 for runs 3% apart); None with a single run.
+    confidence : float
+    """
+
+    runs: int
+    center: float
+    ci: tuple[float, float] | None
+    spread: float | None
+    confidence: float
+
+
+def _logs(medians: Any, name: str) -> NDArray[np.float64]:
+    x = as_samples(medians, name=name)
+    if not np.all(x > 0.0):
+        raise ValueError(f"{name} must be positive (run medians are times)")
+    return np.log(x)
+
+
+def run_spread(medians: Any) -> float | None:
+    """Standard deviation (ddof=1) of the log run medians; None with fewer than 2 runs."""
+    logs = _logs(medians, "medians")
+    return float(np.std(logs, ddof=1)) if logs.size > 1 else None
+
+
+def run_level(medians: Any, confidence: float = 0.95) -> RunLevel:
+    """The centre of per-run medians and its t interval, the run as a random effect.
+
+    Raises
+    ------
+    ValueError
+        Empty, non-finite or non-positive medians, or ``confidence`` outside (0, 1).
+    """
+    level = check_fraction("confidence", confidence)
+    logs = _logs(medians, "medians")
+    k = int(logs.size)
+    center = math.exp(float(logs.mean()))
+    if k < 2:
+        return RunLevel(k, center, None, None, level)
+    sd = float(np.std(logs, ddof=1))
+    q = float(sps().t.ppf(0.5 + level / 2.0, k - 1))
+    half = q * sd / math.sqrt(k)
+    return RunLevel(k, center, (center * math.exp(-half), center * math.exp(half)), sd, level)
+
+
+def processes_needed(run_variation: float, effect: float, alpha: float = 0.05) -> int:
+    """Processes per side for a run-level t test to find a relative difference ``effect``
+    with 80% power at ``alpha`` when runs vary by ``run_variation`` (relative SD):
+    ``2 (z(1 - alpha/2) + z(0.8))² sd² / log(1 + effect)²``, within [3, 100]."""
+    z = float(sps().norm.ppf(1.0 - alpha / 2.0)) + float(sps().norm.ppf(_POWER))
+    delta = math.log1p(max(effect, 1e-6))
+    n = math.ceil(2.0 * z * z * run_variation * run_variation / (delta * delta))
+    return int(min(max(n, _PROCESSES_RANGE[0]), _PROCESSES_RANGE[1]))
+
+
+def _pooled_sd(*sides: NDArray[np.float64]) -> tuple[float, int] | None:
+    """SD pooled over the sides with at least MIN_RUNS runs, and its degrees of freedom."""
+    used = [x for x in sides if x.size >= MIN_RUNS]
+    if not used:
+        return None
+    df = sum(x.size - 1 for x in used)
+    ss = sum(float(np.sum((x - x.mean()) ** 2)) for x in used)
+    return math.sqrt(ss / df), df
+
+
+def compare_runs(
+    a: Any,
+    b: Any,
+    *,
+    paired: bool = False,
+    alpha: float = 0.05,
+    min_effect: float = 0.01,
+    confidence: float = 0.95,
+    run_variation: float | None = None,
+    variation_df: int | None = None,
+    within_a: float = 0.0,
+    within_b: float = 0.0,
+) -> SampleComparison:
+    """Compare baseline runs ``a`` with candidate runs ``b``: one median per run and side.
+
+    The speedup is ``exp(mean(log a) - mean(log b))`` (paired: the mean log-ratio), > 1 when
+    the candidate is faster. Which test decides depends on what the runs can tell:
+
+    - paired runs (``a[i]`` and ``b[i]`` ran next to each other, as ``compare(processes=N)``
+      interleaves them): the t test on the log-ratios, N - 1 degrees of freedom; level "runs";
+    - at least ``MIN_RUNS`` (3) runs on each side: Welch's t test on the log medians; level
+      "runs";
+    - otherwise (a single run on a side): the difference is judged against the run-to-run
+      variation: ``run_variation`` when given (the machine's, measured by fastbench or given
+      by the user; ``variation_df`` its degrees of freedom, None for a known value), else the
+      standard deviation pooled over a side with ``MIN_RUNS`` runs or more. The variance of
+      the difference is ``sd² (1/n_a + 1/n_b) + within_a² + within_b²`` (``within_*``: a
+      single run's own relative standard error). Level "variation": a difference that is
+      not beyond it is ``"cannot tell"``, never "no significant difference", with a warning
+      saying how much runs vary and how many processes would tell. Without any known
+      variation the verdict is "cannot tell" outright.
+
+    The verdict rule is :func:`fastbench.stats.compare_samples`': ``p < alpha`` and a speedup
+    beyond ``1 + min_effect`` with its whole interval on that side of 1.
+
+    Parameters
+    ----------
+    a, b : array_like
+        Run medians (positive times), one per run.
+    paired : bool
+        Analyse ``(a[i], b[i])`` as pairs (equal lengths).
+    alpha, min_effect, confidence : float
+        As in :func:`fastbench.stats.compare_samples`.
+    run_variation : float, optional
+        Relative standard deviation between runs of the same code on this machine (0.03 for 3%).
+    variation_df : int, optional
+        Degrees of freedom of ``run_variation`` when it was estimated (processes - 1).
+    within_a, within_b : float
+        Relative standard error of a single run's median, from its own samples.
+
+    Raises
+    ------
+    TypeError
+        A setting is not a number.
+    ValueError
+        Empty, non-finite or non-positive medians, paired sides of different lengths, or a
+        setting out of range.
+    """
+    log_a, log_b = _logs(a, "a"), _logs(b, "b")
+    al = check_fraction("alpha", alpha)
+    level = check_fraction("confidence", confidence)
+    eff = check_finite("min_effect", min_effect)
+    if eff < 0.0:
+        raise ValueError(f"min_effect must be >= 0, got {min_effect!r}")
+    if run_variation is not None and not check_finite("run_variation", run_variation) >= 0.0:
+        raise ValueError(f"run_variation must be >= 0, got {run_variation!r}")
+    if variation_df is not None and variation_df < 1:
+        raise ValueError(f"variation_df must be >= 1, got {variation_df!r}")
+    wa, wb = check_finite("within_a", within_a), check_finite("within_b", within_b)
+    if paired and log_a.size != log_b.size:
+        raise ValueError(f"paired runs need equal lengths, got {log_a.size} and {log_b.size}")
+    na, nb = int(log_a.size), int(log_b.size)
+    notes: list[str] = []
+    if paired or (na >= MIN_RUNS and nb >= MIN_RUNS):
+        d, se, df, test, measured = _run_test(log_a, log_b, paired)
+        mode = "runs"
+        if min(na, nb) < MIN_RUNS:
+            notes.append(f"too few runs for a verdict: {min(na, nb)} (at least {MIN_RUNS} "
+                         "processes per side needed)")
+    else:
+        mode, test = "variation", "t against run-to-run variation"
+        d = float(log_a.mean() - log_b.mean())
+        source = _variation(log_a, log_b, run_variation, variation_df)
+        if source is None:
+            measured, se, df = None, math.inf, None
+            notes.append(
+                f"{CANNOT_TELL}: how much separate runs vary on this machine is not known, so "
+                "one run per side cannot tell a change from a slower or faster run; measure "
+                "with processes=5 (or run `fastbench variation` once to measure this machine)")
+        else:
+            measured, df = source
+            se = math.sqrt(measured ** 2 * (1.0 / na + 1.0 / nb) + wa ** 2 + wb ** 2)
+    speedup = math.exp(d)
+    if se == 0.0:
+        p, ci = (1.0 if d == 0.0 else 0.0), (speedup, speedup)
+    elif math.isfinite(se):
+        dist = sps().norm if df is None else sps().t(df)
+        p = float(2.0 * dist.sf(abs(d) / se))
+        q = float(dist.ppf(0.5 + level / 2.0))
+        ci = (math.exp(d - q * se), math.exp(d + q * se))
+    else:
+        p, ci = 1.0, None
+    n = min(na, nb)
+    verdict = _verdict(p, al, speedup, eff, ci, n if mode == "runs" else max(n, 1), mode)
+    if mode == "variation" and verdict == CANNOT_TELL and measured is not None:
+        needed = processes_needed(measured, max(eff, abs(speedup - 1.0)), al)
+        notes.append(f"{CANNOT_TELL}: runs on this machine vary by about {measured * 100:.1f}%; "
+                     f"measure with processes={needed}")
+    xa, xb = np.exp(log_a), np.exp(log_b)
+    cohens_d, hedges_g = _effect_sizes(xa, xb)
+    p_wilcoxon = None
+    if paired and np.count_nonzero(log_a - log_b) > 0:
+        p_w = float(sps().wilcoxon(log_a - log_b).pvalue)
+        p_wilcoxon = p_w if math.isfinite(p_w) else None
+    center_a, center_b = math.exp(float(log_a.mean())), math.exp(float(log_b.mean()))
+    return SampleComparison(
+        paired=bool(paired), test=test, n_a=na, n_b=nb, median_a=center_a, median_b=center_b,
+        speedup=speedup, speedup_ci=ci, confidence=level,
+        rel_diff_pct=(center_b / center_a - 1.0) * 100.0, p_value=p, p_wilcoxon=p_wilcoxon,
+        p_mannwhitney=_mannwhitney(xa, xb), p_welch=_welch_log(log_a, log_b),
+        cohens_d=cohens_d, hedges_g=hedges_g, cliffs_delta=_cliffs_delta(xa, xb),
+        alpha=al, min_effect=eff, verdict=verdict, warnings=tuple(notes), level=mode,
+        run_variation=measured,
+    )
+
+
+def _run_test(log_a: NDArray[np.float64], log_b: NDArray[np.float64],
+              paired: bool) -> tuple[float, float, int | None, str, float | None]:
+    """(log speedup, its standard error, degrees of freedom, test name, run SD) of a t test
+    on run medians: paired on the log-ratios, else Welch's."""
+    if paired:
+        r = log_a - log_b
+        k = r.size
+        sd = float(np.std(r, ddof=1)) if k > 1 else math.inf
+        # The SD of a log-ratio holds two runs' variation: one run's is sd / sqrt(2).
+        return float(r.mean()), sd / math.sqrt(k), max(k - 1, 1), "paired t (run medians)", \
+            sd / math.sqrt(2.0) if k > 1 else None
+    va, vb = float(np.var(log_a, ddof=1)), float(np.var(log_b, ddof=1))
+    na, nb = log_a.size, log_b.size
+    se2 = va / na + vb / nb
+    if se2 > 0.0:
+        df = se2 ** 2 / ((va / na) ** 2 / (na - 1) + (vb / nb) ** 2 / (nb - 1))
+    else:
+        df = float(na + nb - 2)
+    pooled = math.sqrt(((na - 1) * va + (nb - 1) * vb) / (na + nb - 2))
+    return (float(log_a.mean() - log_b.mean()), math.sqrt(se2), max(int(df), 1),
+            "welch t (run medians)", pooled)
+
+
+def _variation(log_a: NDArray[np.float64], log_b: NDArray[np.float64],
+               run_variation: float | None,
+               variation_df: int | None) -> tuple[float, int | None] | None:
+    """The run-to-run SD to judge against and its degrees of freedom (None: known exactly)."""
+    if run_variation is not None:
+        return float(run_variation), variation_df
+    return _pooled_sd(log_a, log_b)
