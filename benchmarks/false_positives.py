@@ -1,20 +1,36 @@
-"""False-positive rate of A/A comparisons: fastbench.compare against the usual decisions.
+"""False positives of A/A comparisons, inside one process and across separate invocations.
 
-Each trial compares a workload with itself. fastbench measures both sides interleaved and
-judges them with its paired test (alpha 0.05, min_effect 1%). Beside it, the same question is
-decided the ways other tools do, on two back-to-back runs of the same workload (baseline run,
-then candidate run, as a user saving and comparing results does):
-  * pyperf compare_to: Student's two-sample t-test on the values, significant at 95%;
-  * pytest-benchmark --benchmark-compare-fail=min:5%: the min moved by more than 5%.
-Target: fastbench's false-positive rate <= alpha + 2 points.
-Run on a quiet machine: python benchmarks/false_positives.py [TRIALS]   (default 100)
+In-process (--part in-process): each trial compares a workload with itself. fastbench
+measures both sides interleaved and judges them with its paired test (alpha 0.05, min_effect
+1%). Beside it, the same question decided the ways other tools do on two back-to-back
+measurements: pyperf's t-test on the values, and pytest-benchmark's "min moved > 5%".
+Target: fastbench's rate <= alpha + 2 points.
+
+Across invocations (--part cross-run), as a user saving results and comparing them does:
+each pair is two separate `fastbench timeit -o FILE` invocations of identical code, compared
+by `fastbench compare A.json B.json`; once with one run per side (judged against the
+run-to-run variation `fastbench variation` measured first, in a cache directory of the
+script's own) and once with `--processes 5`. Beside it, `python -m pyperf timeit --fast -o`
+twice and `python -m pyperf compare_to`. A third invocation per pair runs the same statement
+10% slower (range(1100) instead of range(1000)); comparing it with the first gives the
+detection rate. Targets: A/A false positives <= 5% in both fastbench modes; the 10% slowdown
+found in >= 90% of pairs with --processes 5.
+
+Run on a quiet machine:
+    python benchmarks/false_positives.py                      # both parts
+    python benchmarks/false_positives.py --part cross-run --pairs 20
 """
 
 from __future__ import annotations
 
+import argparse
+import os
 import random
+import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 from scipy import stats as sps
 
@@ -23,10 +39,13 @@ import fastbench
 ALPHA = 0.05
 SAMPLES = 20
 MIN_TIME_S = 0.005
+STMT = "sum(r)"
+SETUP = "r = range(1000)"
+SETUP_SLOW = "r = range(1100)"  # the same statement doing 10% more work
+VERDICTS = ("no significant difference", "cannot tell", "faster", "slower")
 
 
-def main() -> None:
-    trials = int(sys.argv[1]) if len(sys.argv) > 1 else 100
+def in_process(trials: int) -> None:
     data = [random.random() for _ in range(400)]
 
     def workload() -> list[float]:
@@ -45,12 +64,111 @@ def main() -> None:
         if (i + 1) % 10 == 0:
             print(f"  {i + 1}/{trials} trials, {time.monotonic() - start:.0f} s", flush=True)
     print()
-    print(f"A/A false-positive rate over {trials} trials ({SAMPLES} samples a side, "
-          f"workload sorted(400 floats) ~ a few µs)")
+    print(f"A/A false-positive rate in one process over {trials} trials ({SAMPLES} samples a "
+          f"side, workload sorted(400 floats) ~ a few µs)")
     print(f"  fastbench.compare (paired sign test, alpha {ALPHA}, min_effect 1%): "
           f"{fb_fp / trials * 100:5.1f}%   (target <= {ALPHA * 100 + 2:.0f}%)")
     print(f"  pyperf compare_to style (t-test on two runs):          {pyperf_fp / trials * 100:5.1f}%")
     print(f"  pytest-benchmark style (min moved > 5%):               {ptb_fp / trials * 100:5.1f}%")
+
+
+def _run(argv: list[str], env: dict[str, str]) -> str:
+    done = subprocess.run(argv, capture_output=True, text=True, env=env, check=False)
+    if done.returncode not in (0, 3):  # 3: fastbench compare found a slowdown
+        raise SystemExit(f"{' '.join(argv)} failed ({done.returncode}):\n{done.stderr}")
+    return done.stdout
+
+
+def _fastbench(args: list[str], env: dict[str, str]) -> str:
+    return _run([sys.executable, "-m", "fastbench", *args], env)
+
+
+def _verdict(compare_output: str, candidate: str) -> str:
+    """The verdict of the candidate's row in `fastbench compare`'s table."""
+    for line in compare_output.splitlines():
+        if line.strip().startswith(candidate + " "):
+            for verdict in VERDICTS:
+                if line.rstrip().endswith(verdict):
+                    return verdict
+    raise SystemExit(f"no verdict for {candidate} in:\n{compare_output}")
+
+
+def _timeit(path: Path, setup: str, env: dict[str, str], processes: int | None) -> None:
+    extra = [] if processes is None else ["--processes", str(processes)]
+    _fastbench(["timeit", "-o", str(path), "-s", setup, *extra, STMT], env)
+
+
+def _pyperf(path: Path, setup: str, env: dict[str, str]) -> None:
+    _run([sys.executable, "-m", "pyperf", "timeit", "--fast", "-q", "-o", str(path),
+          "-s", setup, STMT], env)
+
+
+def cross_run(pairs: int, use_pyperf: bool) -> None:
+    with tempfile.TemporaryDirectory(prefix="fastbench-fp-") as tmp:
+        work = Path(tmp)
+        env = {**os.environ, "FASTBENCH_CACHE_DIR": str(work / "cache")}
+        env.pop("FASTBENCH_RUN_VARIATION", None)
+        t0 = time.monotonic()
+        print(_fastbench(["variation"], env).rstrip())
+        print(f"  (fastbench variation took {time.monotonic() - t0:.0f} s)\n", flush=True)
+        modes: dict[str, int | None] = {"one run a side": None, "--processes 5": 5}
+        counts = {m: {"aa": dict.fromkeys(VERDICTS, 0), "slow": dict.fromkeys(VERDICTS, 0)}
+                  for m in modes}
+        pyperf_aa = pyperf_slow = 0
+        start = time.monotonic()
+        for i in range(pairs):
+            for mode, processes in modes.items():
+                a, b, c = (work / f"{i}-{processes}-{x}.json" for x in "abc")
+                _timeit(a, SETUP, env, processes)
+                _timeit(b, SETUP, env, processes)
+                _timeit(c, SETUP_SLOW, env, processes)
+                counts[mode]["aa"][_verdict(_fastbench(["compare", str(a), str(b)], env),
+                                            b.name)] += 1
+                counts[mode]["slow"][_verdict(_fastbench(["compare", str(a), str(c)], env),
+                                              c.name)] += 1
+            if use_pyperf:
+                pa, pb, pc = (work / f"{i}-pyperf-{x}.json" for x in "abc")
+                _pyperf(pa, SETUP, env)
+                _pyperf(pb, SETUP, env)
+                _pyperf(pc, SETUP_SLOW, env)
+                cmp = [sys.executable, "-m", "pyperf", "compare_to"]
+                pyperf_aa += "not significant" not in _run([*cmp, str(pa), str(pb)], env)
+                pyperf_slow += "not significant" not in _run([*cmp, str(pa), str(pc)], env)
+            print(f"  {i + 1}/{pairs} pairs, {time.monotonic() - start:.0f} s", flush=True)
+    print()
+    print(f"across invocations, {pairs} pairs of `fastbench timeit -o` of {STMT!r} "
+          f"({SETUP!r}), compared by `fastbench compare A.json B.json`:")
+    for mode, got in counts.items():
+        aa, slow = got["aa"], got["slow"]
+        fp = (aa["faster"] + aa["slower"]) / pairs * 100
+        found = slow["slower"] / pairs * 100
+        target = "   (target <= 5%; 10% slowdown found >= 90%)" if mode != "one run a side" \
+            else "   (target <= 5%)"
+        print(f"  fastbench, {mode:<15} A/A false positives {fp:5.1f}%  "
+              f"[{aa['faster'] + aa['slower']} of {pairs}; cannot tell {aa['cannot tell']}, "
+              f"no significant difference {aa['no significant difference']}];  "
+              f"10% slowdown found {found:5.1f}% [{slow['slower']} of {pairs}]{target}")
+    if use_pyperf:
+        print(f"  pyperf timeit --fast + compare_to: A/A significant {pyperf_aa / pairs * 100:5.1f}%"
+              f" [{pyperf_aa} of {pairs}];  10% slowdown significant "
+              f"{pyperf_slow / pairs * 100:5.1f}% [{pyperf_slow} of {pairs}]")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("trials", nargs="?", type=int, default=100,
+                        help="in-process trials (default 100)")
+    parser.add_argument("--pairs", type=int, default=20,
+                        help="cross-run pairs of invocations (default 20)")
+    parser.add_argument("--part", choices=["all", "in-process", "cross-run"], default="all")
+    parser.add_argument("--no-pyperf", action="store_true", help="leave pyperf out")
+    args = parser.parse_args()
+    if args.part in ("all", "in-process"):
+        in_process(args.trials)
+    if args.part in ("all", "cross-run"):
+        if args.part == "all":
+            print()
+        cross_run(args.pairs, not args.no_pyperf)
 
 
 if __name__ == "__main__":
