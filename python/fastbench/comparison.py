@@ -21,12 +21,13 @@ from .measurement import Measurement
 from .stats import SampleComparison, adjust_pvalues, compare_samples
 from .stats.runs import compare_runs
 from .timing import Target, callable_target, gc_paused, run_config, statement_target
+from .timing.callables import METRICS
 from .timing.workers import callable_job, run_interleaved, statement_job
 
 __all__ = ["Comparison", "InstructionComparison", "compare", "compare_instruction_counts",
            "compare_measurements"]
 
-METRICS = ("time", "instructions")
+
 
 CORRECTIONS = ("holm", "bh", "none")
 
@@ -246,10 +247,7 @@ def _target(name: str, variant: Any, clock: str, setup: str,
             glob: dict[str, Any]) -> Target:
     if isinstance(variant, str):
         return statement_target(variant, setup, glob, clock, name=name)
-    if callable(variant):
-        return callable_target(variant, (), {}, clock, name=name)
-    raise TypeError(f"variant {name!r} must be a callable or a statement string, "
-                    f"got {type(variant).__name__}")
+    return callable_target(variant, (), {}, clock, name=name)
 
 
 def rotation(names: Sequence[str], round_index: int) -> list[str]:
@@ -382,6 +380,10 @@ def compare(
     if baseline not in variants:
         raise ValueError(f"baseline {baseline!r} is not among the variants ({', '.join(names)}); "
                          "pass baseline=<name>")
+    for name, variant in variants.items():  # every path below takes these two kinds only
+        if not (isinstance(variant, str) or callable(variant)):
+            raise TypeError(f"variant {name!r} must be a callable or a statement string, "
+                            f"got {type(variant).__name__}")
     check_choice("metric", metric, METRICS)
     if metric == "instructions":
         return _compare_instructions(variants, baseline, setup, globals, tolerance)
@@ -484,10 +486,6 @@ def _compare_instructions(variants: Mapping[str, Callable[[], Any] | str], basel
     if glob:
         raise ValueError("metric='instructions' counts statements in a fresh process, which "
                          "gets no globals: import what the statement needs in setup")
-    bad = [n for n, v in variants.items() if not (isinstance(v, str) or callable(v))]
-    if bad:
-        raise TypeError(f"variant {bad[0]!r} must be a callable or a statement string, got "
-                        f"{type(variants[bad[0]]).__name__}")
     counts: dict[str, InstructionCount] = {}
     calls: int | None = None  # the baseline's choice, then the same for every variant
     for name in [baseline, *(n for n in variants if n != baseline)]:
@@ -520,11 +518,8 @@ def _compare_in_workers(
     for name, variant in variants.items():
         if isinstance(variant, str):
             jobs[name] = statement_job(variant, setup, glob, options=options, name=name)
-        elif callable(variant):
-            jobs[name] = callable_job(variant, (), {}, options=options, name=name)
         else:
-            raise TypeError(f"variant {name!r} must be a callable or a statement string, "
-                            f"got {type(variant).__name__}")
+            jobs[name] = callable_job(variant, (), {}, options=options, name=name)
     runs = run_interleaved(jobs, count, timeout_s=timeout_s)
     measurements = {name: Measurement.from_runs(runs[name], name=name) for name in variants}
     return Comparison(
