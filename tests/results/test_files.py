@@ -1,14 +1,20 @@
 """Tests for fastbench.results.files: the versioned JSON files (round trips, layout, the
-machine metadata stored in them), atomic writes and load errors.
+machine metadata stored in them), atomic writes (read-only targets, symbolic links, what a
+killed save leaves) and load errors (size and nesting limits).
 """
 
 from __future__ import annotations
 
+import errno
+import gzip
 import json
 import os
 import shutil
 import stat
 import subprocess
+import sys
+import time
+import tracemalloc
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -21,7 +27,7 @@ from _results_helpers import (DATA, assert_same, edited, listdir, read_raw, synt
                               write_json)
 from fastbench import results
 from fastbench.memory import CallMemory
-from fastbench.results import ResultsFileError
+from fastbench.results import ResultsFileError, files
 
 # -- save / load round trip -------------------------------------------------------------
 
@@ -422,16 +428,209 @@ def test_missing_data(saved: Path) -> None:
     ("data", "problem"),
     [
         ({"a": {"samples_ns": [], "loops": 1, "clock": "steady", "overhead_ns": 0.0,
-                "call_floor_ns": 0.0}}, "measurement 'a': Measurement samples_ns must be"),
-        ({"a": {"loops": 1}}, "measurement 'a': Measurement data lacks samples_ns"),
-        ({"a": [1, 2]}, "measurement 'a' is a JSON array, not an object"),
-        ([1, 2], "expected an object mapping names to measurements, got a JSON array"),
+                "call_floor_ns": 0.0}},
+         "data['a']['samples_ns'] must hold at least 1 value, got an empty list"),
+        ({"a": {"loops": 1}},
+         "data['a'] lacks 'samples_ns', 'clock', 'overhead_ns', 'call_floor_ns'"),
+        ({"a": [1, 2]}, "data['a'] must be an object, got a JSON array"),
+        ([1, 2], "data must be an object, got a JSON array"),
+        ({}, "data must hold at least 1 measurement, got an empty object"),
         ({"a": {"samples_ns": [1.0], "loops": "many", "clock": "steady", "overhead_ns": 0.0,
-                "call_floor_ns": 0.0}}, "measurement 'a': invalid literal"),
+                "call_floor_ns": 0.0}}, "data['a']['loops'] must be a positive integer, "
+                                        "got 'many'"),
     ],
 )
 def test_malformed_data(saved: Path, data: Any, problem: str) -> None:
     path = edited(saved, "malformed.json", data=data)
     with pytest.raises(ResultsFileError) as info:
         results.load(path)
-    assert str(info.value).startswith(f"{path} has malformed 'measurements' data: {problem}")
+    assert str(info.value) == f"{path} has malformed 'measurements' data: {problem}"
+
+
+# -- nothing to save ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("empty", [[], {}, ()])
+def test_save_refuses_a_collection_of_no_measurement(tmp_path: Path, empty: Any) -> None:
+    with pytest.raises(ValueError, match=rf"^cannot save an empty {type(empty).__name__}: "
+                                         r"it holds no measurement$"):
+        results.save(empty, tmp_path / "empty.json")
+    assert listdir(tmp_path) == []
+
+
+# -- read-only targets, symbolic links, special files ---------------------------------------------
+
+
+def test_save_refuses_a_read_only_target(existing: Path) -> None:
+    before = existing.read_bytes()
+    existing.chmod(0o444)
+    with pytest.raises(PermissionError, match=rf"^cannot save to {existing}: the file is "
+                                              r"read-only; make it writable"):
+        results.save(synthetic("after"), existing)
+    assert existing.read_bytes() == before
+    assert stat.S_IMODE(existing.stat().st_mode) == 0o444
+    assert listdir(existing.parent) == ["kept.json"]
+    existing.chmod(0o644)  # made writable again, it is replaced as before
+    results.save(synthetic("after"), existing)
+    assert results.load(existing).name == "after"
+
+
+def test_save_writes_through_a_symlink(tmp_path: Path) -> None:
+    data_dir, link_dir = tmp_path / "data", tmp_path / "links"
+    data_dir.mkdir()
+    link_dir.mkdir()
+    real = data_dir / "results.json"
+    results.save(synthetic("before"), real)
+    real.chmod(0o640)
+    link = link_dir / "latest.json"
+    link.symlink_to(Path("..") / "data" / "results.json")  # relative, as users make them
+    results.save(synthetic("after"), link)
+    assert link.is_symlink() and os.readlink(link) == os.path.join("..", "data", "results.json")
+    assert results.load(real).name == "after"
+    assert stat.S_IMODE(real.stat().st_mode) == 0o640  # the file keeps its mode
+    assert listdir(link_dir) == ["latest.json"]  # no temporary file left on either side
+    assert listdir(data_dir) == ["results.json"]
+    # A link to a file not written yet: the file is created, the link kept.
+    dangling = link_dir / "next.json"
+    dangling.symlink_to(data_dir / "next.json")
+    results.save(synthetic("next"), dangling)
+    assert dangling.is_symlink() and results.load(data_dir / "next.json").name == "next"
+    # A link to a read-only file is refused like the file.
+    real.chmod(0o444)
+    with pytest.raises(PermissionError, match=r"the file it links to is read-only"):
+        results.save(synthetic("refused"), link)
+    assert results.load(real).name == "after"
+
+
+def test_save_refuses_link_loops_directories_and_special_files(tmp_path: Path) -> None:
+    loop_a, loop_b = tmp_path / "a.json", tmp_path / "b.json"
+    loop_a.symlink_to(loop_b)
+    loop_b.symlink_to(loop_a)
+    with pytest.raises(OSError, match="its symbolic links loop") as info:
+        results.save(synthetic(), loop_a)
+    assert info.value.errno == errno.ELOOP
+    assert loop_a.is_symlink() and loop_b.is_symlink()
+    with pytest.raises(IsADirectoryError, match="it is a directory"):
+        results.save(synthetic(), tmp_path)
+    if not hasattr(os, "mkfifo"):
+        pytest.skip("no named pipes here")
+    fifo = tmp_path / "pipe.json"
+    os.mkfifo(fifo)
+    with pytest.raises(OSError, match="it is not a regular file"):
+        results.save(synthetic(), fifo)
+    assert stat.S_ISFIFO(fifo.lstat().st_mode)  # not replaced by a regular file
+    assert listdir(tmp_path) == ["a.json", "b.json", "pipe.json"]
+
+
+# -- what a killed save leaves -------------------------------------------------------------------
+
+# Saves a measurement to argv[1], and is killed (SIGKILL) halfway through writing the JSON.
+_KILLED_SAVE = """
+import json, os, signal, sys
+import numpy as np
+import fastbench
+
+def dump_half_then_die(obj, fp, **kwargs):
+    text = json.dumps(obj, **kwargs)
+    fp.write(text[: len(text) // 2])
+    fp.flush()
+    os.kill(os.getpid(), signal.SIGKILL)
+
+json.dump = dump_half_then_die
+m = fastbench.Measurement(samples_ns=np.full(50, 10.0), loops=1, warmup_samples_ns=np.empty(0),
+                          clock="steady", overhead_ns=0.0, overhead_mad_ns=0.0,
+                          call_floor_ns=0.0, call_floor_mad_ns=0.0)
+fastbench.save(m, sys.argv[1])
+"""
+
+
+def test_stale_temp_files_of_a_killed_save_are_removed_by_the_next(tmp_path: Path) -> None:
+    target = tmp_path / "out.json"
+    done = subprocess.run([sys.executable, "-c", _KILLED_SAVE, str(target)],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == -9, done.stderr
+    left = [p for p in tmp_path.iterdir() if p.name != "out.json"]
+    assert len(left) == 1 and left[0].name.startswith(".out.json.") and left[0].suffix == ".tmp"
+    stale = left[0]
+    # Not ours: another program's file of the same name pattern, and an old file that is
+    # not JSON of ours. Both stay.
+    foreign = tmp_path / ".notes.txt.abcd1234.tmp"
+    foreign.write_text("my notes\n")
+    # A recent temporary file may belong to a save running now: it stays too.
+    results.save(synthetic(), tmp_path / "other.json")
+    assert stale.exists()
+    old = time.time() - files.STALE_TEMP_S - 60
+    for p in (stale, foreign):
+        os.utime(p, (old, old))
+    results.save(synthetic(), tmp_path / "other.json")
+    assert not stale.exists()
+    assert foreign.read_text() == "my notes\n"
+    assert listdir(tmp_path) == [".notes.txt.abcd1234.tmp", "other.json"]
+
+
+# -- size and nesting limits ---------------------------------------------------------------------
+
+
+def test_a_gzip_bomb_is_refused_while_decompressing(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """50 MB of JSON whitespace compresses to ~50 KB; it used to be decompressed whole (a
+    1 MB file expanded to 3.2 GB). With the cap at 1 MiB, reading stops past 1 MiB."""
+    monkeypatch.setattr(files, "MAX_JSON_BYTES", 2**20)
+    bomb = tmp_path / "bomb.json.gz"
+    with gzip.open(bomb, "wb", compresslevel=9) as f:
+        f.write(b'{"schema_version": 2, "kind": "measurement", "data":')
+        chunk = b" " * 2**20  # valid JSON: only the size can refuse it
+        for _ in range(50):
+            f.write(chunk)
+        f.write(b"null}")
+    assert bomb.stat().st_size < 200_000
+    tracemalloc.start()
+    try:
+        with pytest.raises(ResultsFileError) as info:
+            results.load(bomb)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert str(info.value) == (
+        f"{bomb} decompresses to more than 1,048,576 bytes of JSON, the most a results file "
+        "may hold (fastbench.results.files.MAX_JSON_BYTES): it is not a results file, or "
+        "raise that limit to read it")
+    assert peak < 8 * 2**20  # a stream: never the 50 MB
+
+
+def test_size_cap_of_plain_files(saved: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    text = saved.read_bytes()
+    monkeypatch.setattr(files, "MAX_JSON_BYTES", len(text) + 10)
+    padded = saved.with_name("padded.json")
+    padded.write_bytes(text + b" " * 10)  # exactly at the cap: read
+    assert list(results.load(padded)) == ["a"]
+    padded.write_bytes(text + b" " * 11)
+    with pytest.raises(ResultsFileError, match=r"padded\.json holds more than [\d,]+ bytes of "
+                                               r"JSON, the most a results file may hold"):
+        results.load_any(padded)
+
+
+@pytest.mark.parametrize("depth", [files.MAX_NESTING + 1, 100_000])
+def test_deep_nesting_is_a_results_file_error(tmp_path: Path, depth: int) -> None:
+    """100,000 nested lists raised a raw RecursionError without the file's name."""
+    path = tmp_path / "deep.json"
+    path.write_text('{"schema_version": 2, "kind": "measurement", "data": {"name": '
+                    + "[" * depth + "]" * depth + "}}", encoding="utf-8")
+    for reader in (results.load, results.load_any, results.load_pyperf):
+        with pytest.raises(ResultsFileError, match=rf"^{path} nests arrays and objects more "
+                                                   rf"than {files.MAX_NESTING} levels deep"):
+            reader(path)
+
+
+def test_nesting_up_to_the_limit_is_read(tmp_path: Path) -> None:
+    # The document and its metadata are two levels; the lists fill the rest exactly.
+    doc: dict[str, Any] = {"benchmarks": [], "version": "1.0", "metadata": {"deep": 0}}
+    inner: Any = 0
+    for _ in range(files.MAX_NESTING - 2):
+        inner = [inner]
+    doc["metadata"]["deep"] = inner
+    path = write_json(tmp_path / "nested.json", doc)
+    assert files.read_json(path) == doc
+    doc["metadata"]["deep"] = [inner]
+    with pytest.raises(ResultsFileError, match="more than 100 levels deep"):
+        files.read_json(write_json(path, doc))

@@ -128,6 +128,43 @@ def test_pyperf_only_calibration_runs(tmp_path: Path) -> None:
         results.load_pyperf(path)
 
 
+@pytest.mark.parametrize(
+    ("where", "value", "problem"),
+    [
+        ("values", -2.0e-7, "benchmark 'timeit', run #1: values[1] must be a non-negative "
+                            "finite number, got -2e-07"),
+        ("values", "fast", "benchmark 'timeit', run #1: values[1] must be a non-negative "
+                           "finite number, got 'fast'"),
+        ("values", 1e305, "benchmark 'timeit', run #1: values[1] is too large a time, "
+                          "got 1e+305 s"),
+        ("warmups", -1.0, "benchmark 'timeit', run #1: warmup values[0] must be a "
+                          "non-negative finite number, got -1.0"),
+        ("loops", 2.5, "benchmark 'timeit', run #1: loops must be a positive integer, "
+                       "got 2.5"),
+        ("loops", 0, "benchmark 'timeit', run #1: loops must be a positive integer, got 0"),
+        ("metadata", [1], "benchmark 'timeit', run #1: metadata must be an object, got a "
+                          "JSON array"),
+    ],
+)
+def test_pyperf_impossible_runs_are_refused(tmp_path: Path, where: str, value: Any,
+                                            problem: str) -> None:
+    raw = read_raw(DATA / "pyperf_timeit.json")
+    run = raw["benchmarks"][0]["runs"][1]
+    if where == "values":
+        run["values"][1] = value
+    elif where == "warmups":
+        run["warmups"][0][1] = value
+    elif where == "loops":
+        run["metadata"]["loops"] = value
+    else:
+        run["metadata"] = value
+    path = write_json(tmp_path / "bad.json", raw)
+    for reader in (results.load_pyperf, results.load_any):
+        with pytest.raises(ResultsFileError) as info:
+            reader(path)
+        assert str(info.value) == f"{path} is not a valid pyperf file: {problem}"
+
+
 # -- pytest-benchmark -------------------------------------------------------------------
 
 
@@ -148,6 +185,31 @@ def test_pytest_benchmark_reader_against_raw_json(fixture: str) -> None:
         assert m.clock == f"pytest-benchmark:{bench['options']['timer']}"
         assert (m.overhead_ns, m.call_floor_ns, m.call_floor_kind) == (0.0, 0.0, "unknown")
         assert m.elapsed_s == pytest.approx(stats["total"] * stats["iterations"], rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "problem"),
+    [
+        ("data", -1e-6, "stats.data[2] must be a non-negative finite number, got -1e-06"),
+        ("data", None, "stats.data[2] must be a non-negative finite number, got null"),
+        ("iterations", 0, "iterations must be a positive integer, got 0"),
+        ("iterations", 1.5, "iterations must be a positive integer, got 1.5"),
+    ],
+)
+def test_pytest_benchmark_impossible_rounds_are_refused(tmp_path: Path, field: str, value: Any,
+                                                        problem: str) -> None:
+    raw = read_raw(DATA / "pytest_benchmark_json.json")
+    bench = raw["benchmarks"][1]
+    if field == "data":
+        bench["stats"]["data"][2] = value
+    else:
+        bench["stats"][field] = value
+    path = write_json(tmp_path / "bad.json", raw)
+    for reader in (results.load_pytest_benchmark, results.load_any):
+        with pytest.raises(ResultsFileError) as info:
+            reader(path)
+        assert str(info.value) == (f"{path} is not a valid pytest-benchmark file: "
+                                   f"benchmark {bench['name']!r}: {problem}")
 
 
 def test_pytest_benchmark_without_data_says_how_to_get_it() -> None:

@@ -1,9 +1,9 @@
 """Results files: fastbench's versioned JSON (save/load), readers for pyperf and
 pytest-benchmark, and the result kinds they hold.
 
-A face: the kinds table is :mod:`.kinds`, fastbench's own files :mod:`.files`, other tools'
-files :mod:`.importers`; the machine metadata stored beside the data comes from
-:mod:`fastbench.machine.metadata`.
+A face: the kinds table is :mod:`.kinds`, what each kind's data must hold when read
+:mod:`.schema`, fastbench's own files :mod:`.files`, other tools' files :mod:`.importers`;
+the machine metadata stored beside the data comes from :mod:`fastbench.machine.metadata`.
 """
 
 from __future__ import annotations

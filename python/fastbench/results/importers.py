@@ -13,32 +13,48 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..measurement import Measurement
-from .files import (PathArg, ResultsFileError, parse_fastbench, read_json, sniff_format,
-                    wrong_format)
+from .files import (DATA_ERRORS, PathArg, ResultsFileError, parse_fastbench, read_json,
+                    sniff_format, wrong_format)
 from .kinds import json_type, unique_name
+from .schema import MAX_INT, integer, numbers, shown
 
 __all__ = ["load_any", "load_pyperf", "load_pytest_benchmark"]
 
 _NS_PER_S = 1e9
 
 
-def _finite_ns(values: Any, what: str) -> NDArray[np.float64]:
-    """Seconds (a list of numbers) to a float64 array of ns; ValueError if not finite."""
-    if not isinstance(values, list) or not all(
-        isinstance(v, (int, float)) and not isinstance(v, bool) for v in values
-    ):
-        raise ValueError(f"{what} must be a list of numbers")
-    arr = np.asarray(values, dtype=np.float64) * _NS_PER_S
-    if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{what} holds a value that is not finite")
+_seconds = numbers(0.0)
+_positive_int = integer(1)
+
+
+def _times_ns(values: Any, what: str) -> NDArray[np.float64]:
+    """Seconds (a list of numbers) to a float64 array of ns; ValueError naming the value
+    when one is negative, not finite, or not a number (times are durations: never below 0)."""
+    _seconds(values, what)
+    with np.errstate(over="ignore"):  # found below, with the value named
+        arr = np.asarray(values, dtype=np.float64) * _NS_PER_S
+    if not np.all(np.isfinite(arr)):  # seconds near the largest float overflow as ns
+        i = int(np.flatnonzero(~np.isfinite(arr))[0])
+        raise ValueError(f"{what}[{i}] is too large a time, got {values[i]!r} s")
     return arr
+
+
+def _elapsed_s(samples_ns: NDArray[np.float64], loops: int, what: str) -> float:
+    """Summed duration of the samples in s, ``loops`` calls each."""
+    try:
+        total = math.fsum(samples_ns) * loops / _NS_PER_S
+    except OverflowError:
+        total = math.inf
+    if not math.isfinite(total):
+        raise ValueError(f"{what} add up to more time than a float holds")
+    return total
 
 
 def _int_field(mapping: Mapping[str, Any], key: str, default: int, what: str) -> int:
     value = mapping.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{what}: {key} must be a positive integer, got {value!r}")
-    return value
+    _positive_int(value, f"{what}: {key}")
+    result: int = value
+    return result
 
 
 def _pyperf_benchmark(index: int, bench: Any, file_meta: dict[str, Any]) -> Measurement:
@@ -58,11 +74,16 @@ def _pyperf_benchmark(index: int, bench: Any, file_meta: dict[str, Any]) -> Meas
         what = f"benchmark {name!r}, run #{r}"
         if not isinstance(run, dict):
             raise ValueError(f"{what} is not an object")
-        run_meta = {**meta, **(run.get("metadata") or {})}  # run overrides benchmark overrides file
+        own_meta = run.get("metadata") or {}
+        if not isinstance(own_meta, dict):
+            raise ValueError(f"{what}: metadata must be an object, got {json_type(own_meta)}")
+        run_meta = {**meta, **own_meta}  # run overrides benchmark overrides file
         unit = run_meta.get("unit", "second")
         if unit != "second":
-            raise ValueError(f"benchmark {name!r} measures {unit!r}, not time in seconds")
-        values = run.get("values") or []
+            raise ValueError(f"benchmark {name!r} measures {shown(unit)}, not time in seconds")
+        values = run.get("values", [])  # calibration runs have none
+        if not isinstance(values, list):
+            raise ValueError(f"{what}: values must be a list of numbers, got {json_type(values)}")
         run_warmups = run.get("warmups") or []
         if not isinstance(run_warmups, list) or not all(
             isinstance(w, list) and len(w) == 2 for w in run_warmups
@@ -73,14 +94,19 @@ def _pyperf_benchmark(index: int, bench: Any, file_meta: dict[str, Any]) -> Meas
             continue
         loops = _int_field(run_meta, "loops", 1, what)
         loops *= _int_field(run_meta, "inner_loops", 1, what)
-        run_samples = _finite_ns(values, f"{what}: values")
+        if loops > MAX_INT:
+            raise ValueError(f"{what}: loops x inner_loops must be at most 2**63 - 1, got "
+                             f"{loops:.3g}")
+        run_samples = _times_ns(values, f"{what}: values")
         samples.append(run_samples)
         # Since pyperf 1.0 (JSON format '1.0') warmup values are per iteration too.
-        warmups.append(_finite_ns([w[1] for w in run_warmups], f"{what}: warmups"))
+        warmups.append(_times_ns([w[1] for w in run_warmups], f"{what}: warmup values"))
         loops_seen.append(loops)
-        elapsed_s += math.fsum(run_samples) * loops / _NS_PER_S
+        elapsed_s += _elapsed_s(run_samples, loops, f"{what}: values")
     if not samples:
         raise ValueError(f"benchmark {name!r} has no values (only calibration runs)")
+    if not math.isfinite(elapsed_s):
+        raise ValueError(f"benchmark {name!r}: the runs add up to more time than a float holds")
     several = len(samples) > 1  # pyperf's runs are worker processes: kept as runs
     return _imported(
         np.concatenate(samples), min(loops_seen), np.concatenate(warmups),
@@ -107,7 +133,7 @@ def _parse_pyperf(path: PathArg, doc: Any) -> dict[str, Measurement]:
         for index, bench in enumerate(doc["benchmarks"]):
             m = _pyperf_benchmark(index, bench, file_meta)
             out[unique_name(m.name, set(out))] = m
-    except (ValueError, TypeError, KeyError) as exc:
+    except DATA_ERRORS as exc:
         raise ResultsFileError(f"{path} is not a valid pyperf file: {exc}") from exc
     if not out:
         raise ResultsFileError(f"{path} holds no pyperf benchmarks")
@@ -172,7 +198,7 @@ def _pytest_benchmark_entry(index: int, bench: Any) -> Measurement:
     if "data" not in stats:
         raise _NoRoundData(name)
     iterations = _int_field(stats, "iterations", 1, f"benchmark {name!r}")
-    samples = _finite_ns(stats["data"], f"benchmark {name!r}: stats.data")
+    samples = _times_ns(stats["data"], f"benchmark {name!r}: stats.data")
     if samples.size == 0:
         raise ValueError(f"benchmark {name!r} has no rounds")
     options = bench.get("options")
@@ -180,7 +206,7 @@ def _pytest_benchmark_entry(index: int, bench: Any) -> Measurement:
     return _imported(
         samples, iterations, np.empty(0, dtype=np.float64),  # pytest-benchmark keeps no warmups
         f"pytest-benchmark:{timer or 'perf_counter'}", name,
-        math.fsum(samples) * iterations / _NS_PER_S,
+        _elapsed_s(samples, iterations, f"benchmark {name!r}: stats.data"),
     )
 
 
@@ -210,7 +236,7 @@ def _parse_pytest_benchmark(path: PathArg, doc: Any) -> dict[str, Measurement]:
             "statistics: re-run pytest with --benchmark-save-data (files written with "
             "--benchmark-json always include it)"
         ) from None
-    except (ValueError, TypeError, KeyError) as exc:
+    except DATA_ERRORS as exc:
         raise ResultsFileError(f"{path} is not a valid pytest-benchmark file: {exc}") from exc
     if not entries:
         raise ResultsFileError(f"{path} holds no pytest-benchmark benchmarks")

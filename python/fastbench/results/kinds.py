@@ -240,6 +240,9 @@ def _collection_to_data(obj: Mapping[Any, Any] | Sequence[Any], item_cls: type[A
             key = unique_name(getattr(value, "name", "") or "measurement", taken)
             taken.add(key)
             items.append((key, value))
+    if not items:  # a file of nothing would load as nothing, and compare as nothing
+        raise ValueError(f"cannot save an empty {type(obj).__name__}: it holds no "
+                         "measurement")
     for key, value in items:
         if not isinstance(value, item_cls):
             raise TypeError(
@@ -254,6 +257,8 @@ def _collection_from_data(data: Any, item_cls: type[_T]) -> dict[str, _T]:
         raise ValueError(
             f"expected an object mapping names to measurements, got {json_type(data)}"
         )
+    if not data:
+        raise ValueError("the file holds no measurement")
     out: dict[str, _T] = {}
     for key, value in data.items():
         if not isinstance(value, dict):
