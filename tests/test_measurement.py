@@ -18,7 +18,7 @@ from fastbench.measurement import STOP_REASONS, measurement_warnings, relative_h
 from fastbench.memory import CallMemory
 from fastbench.report.text import measurement_lines
 from fastbench.report.warnings import WarningRecord
-from fastbench.stats import summarize
+from fastbench.stats import median_ci, summarize
 
 _RNG = np.random.default_rng(7)
 STEADY = _RNG.lognormal(np.log(1000.0), 0.01, 30)  # quiet samples around 1 µs, cv ~1%
@@ -348,3 +348,29 @@ def test_report_lines_include_memory() -> None:
         "    Python heap peak (tracemalloc): 40 MiB, max 40 MiB",
     ]
     assert not any("memory" in line for line in measurement_lines(_synthetic()))
+
+
+# -- copies -----------------------------------------------------------------------------------
+def test_replace_with_new_samples_gives_their_figures_and_leaves_the_original_alone() -> None:
+    m = _synthetic(STEADY)
+    # Every cached figure computed on the original before the copy is made...
+    first = (m.median_ns, m.median_ci_ns, m.summary.median, m.run_medians_ns.copy())
+    doubled = replace(m, samples_ns=STEADY * 2.0)
+    # ...is the doubled samples' own on the copy (median_ci's order statistics double too).
+    ci = median_ci(STEADY, 0.95)
+    assert ci is not None
+    assert doubled.median_ns == pytest.approx(2.0 * float(np.median(STEADY)), rel=1e-12)
+    assert doubled.summary.median == pytest.approx(2.0 * float(np.median(STEADY)), rel=1e-12)
+    assert doubled.median_ci_ns == pytest.approx((2.0 * ci[0], 2.0 * ci[1]), rel=1e-12)
+    assert doubled.run_medians_ns == pytest.approx(2.0 * first[3], rel=1e-12)
+    # Computing on the copy does not write into the original.
+    assert (m.median_ns, m.median_ci_ns, m.summary.median) == first[:3]
+    assert m.median_ns == pytest.approx(float(np.median(STEADY)), rel=1e-12)
+
+
+def test_replace_before_any_figure_keeps_the_original_own() -> None:
+    m = _synthetic(STEADY)
+    halved = replace(m, samples_ns=STEADY / 2.0)
+    assert halved.median_ns == pytest.approx(float(np.median(STEADY)) / 2.0, rel=1e-12)
+    assert m.median_ns == pytest.approx(float(np.median(STEADY)), rel=1e-12)
+    assert m.summary.median == pytest.approx(float(np.median(STEADY)), rel=1e-12)

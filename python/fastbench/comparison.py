@@ -534,6 +534,22 @@ def _compare_in_workers(
     )
 
 
+def _check_measurements(baseline: object, candidates: object) -> None:
+    """TypeError unless ``baseline`` is a Measurement and ``candidates`` maps str names to
+    Measurements (instruction counts go to compare_instruction_counts)."""
+    if not isinstance(baseline, Measurement):
+        raise TypeError(f"baseline must be a Measurement (from measure, timeit or load), got "
+                        f"{type(baseline).__name__}")
+    if not isinstance(candidates, Mapping):
+        raise TypeError(f"candidates must be a mapping of name to Measurement, such as "
+                        f"{{'new': m}}, got {type(candidates).__name__}")
+    for name, m in candidates.items():
+        if not isinstance(name, str):
+            raise TypeError(f"candidate names must be str, got {type(name).__name__} {name!r}")
+        if not isinstance(m, Measurement):
+            raise TypeError(f"candidate {name!r} must be a Measurement, got {type(m).__name__}")
+
+
 def compare_measurements(
     baseline: Measurement,
     candidates: Mapping[str, Measurement],
@@ -571,11 +587,13 @@ def compare_measurements(
     Raises
     ------
     TypeError
-        ``alpha``, ``min_effect`` or ``run_variation`` is not a number.
+        ``baseline`` is not a Measurement, ``candidates`` not a mapping of str to
+        Measurement, or ``alpha``, ``min_effect`` or ``run_variation`` not a number.
     ValueError
         No candidates, a candidate named like the baseline, ``alpha`` outside (0, 1),
         ``min_effect`` or ``run_variation`` outside [0, 1), or an unknown ``correction``.
     """
+    _check_measurements(baseline, candidates)
     if not candidates:
         raise ValueError("compare_measurements needs at least one candidate")
     if baseline_name in candidates:

@@ -144,7 +144,11 @@ class Measurement:
     run_loops: tuple[int, ...] = ()
     run_variation: float | None = None
     run_variation_df: int | None = None
-    _cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    # Figures computed from the fields above, filled on first use. Not an __init__ argument,
+    # so dataclasses.replace() gives the copy an empty cache of its own: a shared one would
+    # report the original's figures for the new samples, and fill the original's with the
+    # copy's.
+    _cache: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     # -- summary figures ------------------------------------------------------------------
     @property

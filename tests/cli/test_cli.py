@@ -378,3 +378,125 @@ def test_analyze_errors_are_one_line(args: tuple[str, ...], message: str) -> Non
     r = run(*args)
     assert r.returncode == 1
     assert message in _one_error_line(r)
+
+
+# -- usage errors caught before anything runs --------------------------------------------------
+def _usage_error(r: subprocess.CompletedProcess[str]) -> str:
+    """The last stderr line of an argparse usage error (exit 2), which names the argument."""
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert "Traceback" not in r.stderr and r.stdout == ""
+    return r.stderr.strip().splitlines()[-1]
+
+
+def test_compare_fail_slower_rejects_nan(ab_files: tuple[str, str]) -> None:
+    # NaN compares false with every slowdown: the gate could never fail.
+    for bad in ("nan", "inf", "-5"):
+        line = _usage_error(run("compare", "--fail-slower", bad, "--run-variation", "2",
+                                *ab_files))
+        assert line == ("fastbench compare: error: argument --fail-slower: expected a finite "
+                        f"percentage >= 0 such as 5, got '{bad}'")
+
+
+def test_compare_with_nothing_compared_is_an_error(tmp_path: Path) -> None:
+    import numpy as np
+
+    def file(path: Path, names: list[str]) -> str:
+        m = fastbench.Measurement(
+            samples_ns=np.linspace(1000.0, 1100.0, 20), loops=10, warmup_samples_ns=np.empty(0),
+            clock="tsc", overhead_ns=0.5, overhead_mad_ns=0.1, call_floor_ns=20.0,
+            call_floor_mad_ns=1.0)
+        fastbench.save({name: m for name in names}, path)
+        return str(path)
+
+    base = file(tmp_path / "base.json", ["parse", "dump"])
+    renamed = file(tmp_path / "cand.json", ["parse_v2", "dump_v2"])
+    for extra in ((), ("--fail-slower", "5")):
+        r = run("compare", "--run-variation", "2", *extra, base, renamed)
+        assert r.returncode == 1  # an error, not a pass (0) nor a slowdown (3)
+        line = _one_error_line(r)
+        assert "nothing compared: no benchmark of base.json (dump, parse) is in a candidate " \
+            "file (cand.json holds dump_v2, parse_v2)" in line, line
+
+
+def test_compare_of_files_refuses_an_output_it_would_not_write(ab_files: tuple[str, str],
+                                                               tmp_path: Path) -> None:
+    out = tmp_path / "c.json"
+    r = run("compare", "--run-variation", "2", "-o", str(out), *ab_files)
+    assert r.returncode == 1
+    assert "-o saves the comparison of --run statements" in _one_error_line(r)
+    assert not out.exists()
+
+
+def test_timeit_empty_output_name_is_a_usage_error(tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    line = _usage_error(run("timeit", "-o", "", "-r", "1", "--duration", "0",
+                            f"open({str(marker)!r}, 'w').close()"))
+    assert line == ("fastbench timeit: error: argument -o/--output: the output file name is "
+                    "empty; give a path such as result.json")
+    assert not marker.exists()  # the statement never ran
+
+
+@pytest.mark.parametrize("command", [
+    ("timeit", "-r", "1", "--duration", "0", "{touch}"),
+    ("compare", "--rounds", "1", "--run", "{touch}", "pass"),
+    ("stat", "-r", "1", "--", sys.executable, "-c", "{touch}"),
+    ("roofline", "--quick"),
+    ("analyze", "fastbench.analysis.models:mlp"),
+    ("tour",),
+], ids=lambda c: c[0])
+def test_output_into_a_missing_directory_fails_before_running(command: tuple[str, ...],
+                                                              tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    touch = f"open({str(marker)!r}, 'w').close()"
+    target = tmp_path / "missing" / "result.json"
+    args = [a.replace("{touch}", touch) for a in command]
+    line = _usage_error(run(*args[:1], "-o", str(target), *args[1:]))
+    assert line == (f"fastbench {command[0]}: error: argument -o/--output: cannot write {target}: "
+                    f"the directory {target.parent} does not exist; create it first or choose "
+                    "another path")
+    assert not marker.exists() and not target.parent.exists()
+
+
+def test_output_that_cannot_be_written_fails_before_running(tmp_path: Path) -> None:
+    locked = tmp_path / "locked.json"
+    locked.write_text("{}", encoding="utf-8")
+    locked.chmod(0o444)
+    line = _usage_error(run("timeit", "-o", str(locked), "pass"))
+    assert line.endswith(f"argument -o/--output: {locked} is read-only; make it writable "
+                         "(chmod u+w) or choose another path")
+    line = _usage_error(run("timeit", "-o", str(tmp_path), "pass"))
+    assert line.endswith(f"argument -o/--output: {tmp_path} is a directory; give a file name in "
+                         f"it, such as {tmp_path / 'result.json'}")
+    afile = tmp_path / "afile"
+    afile.write_text("", encoding="utf-8")
+    line = _usage_error(run("timeit", "-o", str(afile / "x.json"), "pass"))
+    assert line.endswith(f"the directory {afile} is not a directory; create it first or choose "
+                         "another path")
+
+
+# -- the reader of stdout going away, --debug anywhere -----------------------------------------
+def test_a_closed_stdout_ends_quietly(ab_files: tuple[str, str]) -> None:
+    # As `fastbench compare A B | head -0`: the reader is gone before the report is written.
+    env = dict(os.environ, PYTHONIOENCODING="utf-8")
+    proc = subprocess.Popen([sys.executable, "-m", "fastbench", "compare", "--run-variation",
+                             "2", *ab_files], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=env)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()
+    stderr = proc.stderr.read().decode()
+    proc.stderr.close()
+    assert proc.wait(timeout=120) == 141  # 128 + SIGPIPE, as the shell reports `yes | head`
+    assert stderr == ""
+
+
+@pytest.mark.parametrize("args", [("--debug", "timeit", "1/0"), ("timeit", "--debug", "1/0"),
+                                  ("timeit", "1/0", "--debug")], ids=["before", "after", "last"])
+def test_debug_before_or_after_the_subcommand_shows_the_traceback(args: tuple[str, ...]) -> None:
+    r = run(*args)
+    assert r.returncode != 0
+    assert "Traceback" in r.stderr and "ZeroDivisionError" in r.stderr
+
+
+def test_without_debug_no_traceback_whatever_the_order() -> None:
+    r = run("timeit", "1/0")
+    assert r.returncode == 1 and "Traceback" not in r.stderr

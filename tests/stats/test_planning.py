@@ -159,3 +159,26 @@ def test_required_samples_settings_must_be_numbers() -> None:
         required_samples(LOGNORMAL, "1%")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="confidence must be a number"):
         required_samples(LOGNORMAL, 0.01, confidence=None)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("rel", [1e-9, 1e-200, 1e-300, 5e-324])
+def test_required_samples_beyond_any_run_is_a_clear_error(rel: float) -> None:
+    # Beyond 2**53 samples, up to where (z cv / rel)^2 overflows float64: an error
+    # that says how many samples it would take, not an OverflowError.
+    with pytest.raises(ValueError, match=r"^rel_precision [0-9e-]+ with a cv of 0\.\d+ needs "
+                       r"(about|more than) \S+ samples, more than any run can take"):
+        required_samples(LOGNORMAL, rel)
+
+
+def test_required_samples_for_a_tiny_precision_within_reach() -> None:
+    # 1e-7 of a cv around 0.1 needs about (1.96 * 0.1 / 1e-7)^2 ~ 4e12 samples: an answer.
+    cv = float(np.std(LOGNORMAL, ddof=1) / np.mean(LOGNORMAL))
+    n = required_samples(LOGNORMAL, 1e-7)
+    assert _half_width(cv, n, 0.95) <= 1e-7 < _half_width(cv, n - 1, 0.95)
+
+
+@pytest.mark.parametrize("effect", [1e-300, 1e-160])
+def test_samples_for_power_beyond_any_run_is_a_clear_error(effect: float) -> None:
+    with pytest.raises(ValueError, match=r"^effect [0-9e-]+ with a cv of 0\.05 needs "
+                       r"(about|more than) \S+ samples, more than any run can take"):
+        samples_for_power(0.05, effect)

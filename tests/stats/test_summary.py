@@ -387,3 +387,27 @@ def test_summarize_rejects_confidence(confidence: float) -> None:
 def test_summarize_confidence_must_be_a_number(confidence: object) -> None:
     with pytest.raises(TypeError, match="confidence must be a number"):
         summarize(LOGNORMAL, confidence)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("bad", "what"), [
+    ([1 + 2j, 3 + 0j, 2 + 5j], "complex"),  # would have kept the real part alone
+    (np.array([1.0, 2.0, 3.0]) * (1 + 1j), "complex"),
+    (["1", "2", "3"], "str"),  # would have been parsed as numbers
+    ([b"1", b"2"], "bytes"),
+    ([True, False, True], "bool"),
+    ([1.0, None, 2.0], "NoneType"),
+    ([1.0, "2", 3.0], "str"),
+])
+def test_summarize_rejects_values_that_are_not_real_numbers(bad: object, what: str) -> None:
+    with pytest.raises(TypeError, match=f"^samples must hold real numbers, got {what} values$"):
+        summarize(bad)
+
+
+def test_summarize_takes_every_real_number_type() -> None:
+    # ints of any size, numpy float32 and Python objects that are real numbers.
+    expected = summarize([1.0, 2.0, 4.0]).to_dict()
+    assert summarize([1, 2, 4]).to_dict() == expected
+    assert summarize(np.array([1, 2, 4], dtype=np.float32)).to_dict() == expected
+    assert summarize(np.array([1, 2, 4], dtype=np.uint8)).to_dict() == expected
+    assert summarize(np.array([1.0, 2, 4], dtype=object)).to_dict() == expected
+    assert summarize([1, 2**70, 4]).median == 4.0

@@ -21,7 +21,9 @@ from fastbench.stats import (
     SampleComparison,
     compare_samples,
     median_ci,
+    median_ratio_ci,
 )
+from fastbench.stats import twosample
 
 NO_DIFF = "no significant difference"
 
@@ -226,6 +228,103 @@ def test_unequal_sizes_warn_beyond_four_to_one() -> None:
     assert not any("unequal" in w for w in compare_samples(big[:40], big[40:]).warnings)
     c = compare_samples(big[:41], big[41:])  # 41 vs 9
     assert any("unequal sample sizes: 41 vs 9" in w for w in c.warnings)
+
+
+# -- large unpaired samples: the order-statistics interval -----------------------------------
+def test_median_ratio_ci_matches_the_published_worked_example() -> None:
+    # statpsych's ci.ratio.median2(.05, y1, y2) (Bonett): 1.162162 [0.927667, 1.455933].
+    y1 = [36, 44, 47, 42, 49, 39, 46, 31, 33, 48]
+    y2 = [32, 39, 26, 35, 43, 27, 40, 37, 34, 29, 49, 42, 40]
+    ci = median_ratio_ci(y1, y2, 0.95)
+    assert ci == pytest.approx((0.927667, 1.455933), abs=5e-7)
+
+
+def test_median_ratio_ci_by_hand() -> None:
+    # n = 36: c = round(18 - 6) = 12, so x_(12) and x_(25), covering with 1 - 2 P(B <= 11).
+    a = np.exp(np.linspace(0.0, 0.35, 36))  # log order statistics 0.01 apart
+    b = np.exp(np.linspace(0.2, 0.9, 36))  # 0.02 apart
+    z_side = sps.norm.isf(sps.binom.cdf(11, 36, 0.5))
+    se_a, se_b = (24 - 11) * 0.01 / (2 * z_side), (24 - 11) * 0.02 / (2 * z_side)
+    d = np.log(np.median(a)) - np.log(np.median(b))
+    half = sps.norm.ppf(0.95) * math.hypot(se_a, se_b)  # 90%
+    assert median_ratio_ci(a, b, 0.90) == pytest.approx((math.exp(d - half), math.exp(d + half)),
+                                                        rel=1e-12)
+    assert median_ratio_ci(a[:5], b) is None  # no interval below MIN_SAMPLES a side
+
+
+@pytest.mark.parametrize("bad", [[1.0] * 5 + [0.0] * 3, [1.0] * 7 + [-1.0]])
+def test_median_ratio_ci_rejects_non_positive_values(bad: list[float]) -> None:
+    with pytest.raises(ValueError, match="b holds 1 value|b holds 3 value"):
+        median_ratio_ci([1.0] * 8, bad)
+
+
+def _lognormal_sides(rng: np.random.Generator, n: int) -> tuple[NDArray[np.float64],
+                                                                 NDArray[np.float64]]:
+    # True medians 1000 and 1100 with unequal spreads: the true ratio is 1/1.1.
+    return rng.lognormal(np.log(1000.0), 0.1, n), rng.lognormal(np.log(1100.0), 0.4, n)
+
+
+def _gamma_sides(rng: np.random.Generator, n: int) -> tuple[NDArray[np.float64],
+                                                             NDArray[np.float64]]:
+    # Skewed, the same shape scaled: the true ratio of medians is 1000 / 900.
+    return 1000.0 * rng.gamma(2.0, 1.0, n), 900.0 * rng.gamma(2.0, 1.0, n)
+
+
+@pytest.mark.parametrize(("sides", "truth"), [(_lognormal_sides, 1 / 1.1),
+                                              (_gamma_sides, 1000 / 900)],
+                         ids=["lognormal", "gamma"])
+def test_median_ratio_ci_covers_a_known_ratio_95_percent_of_the_time(sides: Any,
+                                                                      truth: float) -> None:
+    rng = np.random.default_rng(17)
+    trials = 400
+    covered = 0
+    for _ in range(trials):
+        a, b = sides(rng, 6000)
+        ci = median_ratio_ci(a, b, 0.95)
+        assert ci is not None
+        covered += ci[0] <= truth <= ci[1]
+    # 400 trials: the standard error of the observed coverage is 1.1%.
+    assert 0.92 <= covered / trials <= 0.98
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_order_statistics_interval_agrees_with_the_bootstrap_at_moderate_n(seed: int) -> None:
+    rng = np.random.default_rng(100 + seed)
+    a, b = _lognormal_sides(rng, 2500)  # 5000 in all: compare_samples bootstraps
+    boot = compare_samples(a, b).speedup_ci
+    order = median_ratio_ci(a, b)
+    assert boot is not None and order is not None
+    lb, ub = np.log(boot)
+    lo, uo = np.log(order)
+    half = (ub - lb) / 2
+    assert abs(lo - lb) < 0.5 * half and abs(uo - ub) < 0.5 * half
+    assert (uo - lo) / (ub - lb) == pytest.approx(1.0, abs=0.2)
+
+
+def _no_bootstrap(*args: Any) -> NDArray[np.float64]:
+    raise AssertionError("resampled a large sample")
+
+
+def test_large_unpaired_comparison_uses_the_order_statistics_interval(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(twosample, "bootstrap_medians", _no_bootstrap)
+    rng = np.random.default_rng(5)
+    a, b = _lognormal_sides(rng, twosample.BOOTSTRAP_MAX_SAMPLES // 2 + 1)
+    c = compare_samples(a, b)
+    assert c.speedup_ci == median_ratio_ci(a, b)
+    assert c.verdict == "slower"
+
+
+def test_million_sample_unpaired_comparison_does_not_resample(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(twosample, "bootstrap_medians", _no_bootstrap)
+    rng = np.random.default_rng(6)
+    a = rng.lognormal(np.log(1000.0), 0.1, 1_000_000)
+    b = rng.lognormal(np.log(1020.0), 0.1, 1_000_000)  # 2% slower
+    c = compare_samples(a, b)
+    assert c.speedup_ci == median_ratio_ci(a, b)
+    assert c.speedup_ci is not None and c.speedup_ci[0] <= 1 / 1.02 <= c.speedup_ci[1]
+    assert c.verdict == "slower"
 
 
 # -- with_p_value ------------------------------------------------------------------------------

@@ -2,31 +2,58 @@
 script and of ``python -m fastbench``.
 
 Owns exit codes and the top-level error handling: errors print one ``error:`` line on stderr
-(the traceback only with --debug) and exit non-zero. The parser is :mod:`.parser`, each
+(the traceback only with --debug, given before or after the subcommand) and exit non-zero;
+a reader of stdout that goes away (``| head``) ends the command quietly with
+EXIT_BROKEN_PIPE. The parser is :mod:`.parser`, each
 subcommand its own module (:mod:`.info`, :mod:`.timeit`, :mod:`.compare`, :mod:`.stat`,
 :mod:`.roofline`, :mod:`.analyze`, :mod:`.tour`); the work is done by the library.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Sequence
 
 from ..errors import FastbenchError
 from .compare import EXIT_SLOWER
+from .output import StdoutClosed, flush
 from .parser import build_parser
 from .stat import EXIT_NOT_FOUND
 
-__all__ = ["EXIT_INTERRUPTED", "EXIT_NOT_FOUND", "EXIT_SLOWER", "build_parser", "main"]
+__all__ = ["EXIT_BROKEN_PIPE", "EXIT_INTERRUPTED", "EXIT_NOT_FOUND", "EXIT_SLOWER",
+           "build_parser", "main"]
 
 # Exit status after Ctrl-C (128 + SIGINT, the shell's convention)
 EXIT_INTERRUPTED = 130
+# Exit status when the reader of stdout went away (128 + SIGPIPE): what the shell reports
+# for a tool that SIGPIPE ended, as `yes | head` does, so `set -o pipefail` sees it alike.
+EXIT_BROKEN_PIPE = 141
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line with ``argv`` (default: ``sys.argv[1:]``); returns the exit
-    status: 0 on success, 1 on an error, 2 without a command, 130 after Ctrl-C, or the
-    command's own status (see EXIT_SLOWER, EXIT_NOT_FOUND)."""
+    status: 0 on success, 1 on an error, 2 without a command or on a usage error (argparse
+    exits with it), 130 after Ctrl-C, 141 when the reader of stdout went away (nothing is
+    printed then), or the command's own status (see EXIT_SLOWER, EXIT_NOT_FOUND)."""
+    try:
+        try:
+            return _run(argv)
+        finally:  # after --help and usage errors too: argparse prints without flushing
+            flush()
+    except StdoutClosed:
+        # Python would flush stdout again at exit and report the broken pipe: point it at
+        # the null device first (the idiom of the signal module's documentation).
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            os.close(devnull)
+        except (OSError, ValueError):  # a stdout without a descriptor (replaced in-process)
+            pass
+        return EXIT_BROKEN_PIPE
+
+
+def _run(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
@@ -35,6 +62,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code: int = args.func(args)
         return code
+    except StdoutClosed:
+        raise
     except KeyboardInterrupt:
         if args.debug:
             raise

@@ -22,7 +22,7 @@ from .output import out
 __all__ = ["EXIT_SLOWER", "cmd_compare"]
 
 # Exit status of `compare` when a significant slowdown beyond --fail-slower was found
-# (1 is any error, 2 a usage error).
+# (1 is any error, nothing compared included; 2 a usage error, such as --fail-slower nan).
 EXIT_SLOWER = 3
 
 
@@ -79,13 +79,29 @@ def _file_comparisons(paths: Sequence[str], args: argparse.Namespace) -> list[Co
             key = label if label not in singles and label != base_label else f"{label}#{len(singles) + 2}"
             singles[key] = next(iter(c.values()))
         return [judge(next(iter(base.values())), singles, base_label)]
+    if not base:
+        raise ValueError(f"{base_label} holds no measurement: nothing to compare")
     found_all = []
+    skipped = []
     for name, m in base.items():
         found = {label: c[name] for label, c in cands if name in c}
         if found:
             found_all.append(judge(m, found, f"{name} @ {base_label}"))
         else:
-            out(f"{name}: in no candidate file, skipped")
+            skipped.append(name)
+    if not found_all:
+        # Nothing compared is never a pass: a --fail-slower gate would otherwise let any
+        # change through once the benchmarks are renamed or a candidate file is empty.
+        empty = [label for label, c in cands if not c]
+        shown = ", ".join(sorted(base)[:5]) + (", ..." if len(base) > 5 else "")
+        held = "; ".join(f"{label} holds " + (", ".join(sorted(c)[:5]) if c else "no measurement")
+                         for label, c in cands)
+        raise ValueError(
+            f"nothing compared: no benchmark of {base_label} ({shown}) is in a candidate file "
+            f"({held}); " + ("save measurements into the empty file" if empty else
+                             "name the benchmarks alike in every file"))
+    for name in skipped:
+        out(f"{name}: in no candidate file, skipped")
     return found_all
 
 
@@ -100,7 +116,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         ic = compare(variants, baseline=next(iter(variants)), metric="instructions",
                      tolerance=tolerance, setup="\n".join(args.setup) or "pass")
         comparisons = [ic]
-        if args.output:
+        if args.output is not None:
             save(ic, args.output)
     elif args.run:
         if args.files:
@@ -114,7 +130,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
                     alpha=args.alpha, min_effect=args.min_effect, correction=args.correction,
                     setup=setup, globals={}, processes=args.processes)
         comparisons = [c]
-        if args.output:
+        if args.output is not None:
             save(c, args.output)
     else:
         if args.processes is not None:
@@ -123,6 +139,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
         if len(args.files) < 2:
             raise ValueError("compare needs a baseline file and at least one candidate file "
                              "(or --run STMT STMT ...)")
+        if args.output is not None:  # before anything is loaded, rather than not saving
+            raise ValueError("-o saves the comparison of --run statements; a comparison of "
+                             "saved files is not saved (the files hold its inputs)")
         counts = _saved_counts(args.files)
         if counts is None:
             comparisons = list(_file_comparisons(args.files, args))
@@ -130,11 +149,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
             (base_name, base), *rest = counts.items()
             comparisons = [compare_instruction_counts(base, dict(rest), baseline_name=base_name,
                                                       tolerance=tolerance)]
+    if not any(c.results for c in comparisons):  # whatever the path, never a silent pass
+        raise ValueError("nothing compared: no candidate was judged against the baseline")
     for i, done in enumerate(comparisons):
         lines = (instruction_comparison_lines(done) if isinstance(done, InstructionComparison)
                  else comparison_lines(done))
         out(([""] if i else []) + lines)
-    if args.output and args.run:
+    if args.output is not None and args.run:
         out(f"saved to {args.output}")
     slower = _slowdowns(comparisons, args.fail_slower)
     if slower:

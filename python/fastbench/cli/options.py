@@ -1,14 +1,20 @@
 """Option groups that several subcommands share (clock, sample time, time budget, setup
-statements, output file), so each is spelled, defaulted and explained one way. Adds
-arguments to a parser only; the commands read them.
+statements, output file), so each is spelled, defaulted and explained one way, and the
+argument types that check a value as it is parsed (a percentage, an output path), so a bad
+one is a usage error before anything runs. Adds arguments to a parser only; the commands
+read them.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
+import os
+import stat
+from pathlib import Path
 
 __all__ = ["add_clock", "add_max_time", "add_metric", "add_min_time", "add_output",
-           "add_processes", "add_setup"]
+           "add_processes", "add_setup", "output_path", "percent"]
 
 CLOCKS = ["auto", "tsc", "steady"]
 
@@ -35,8 +41,58 @@ def add_setup(p: argparse.ArgumentParser, help: str) -> None:
 
 
 def add_output(p: argparse.ArgumentParser, help: str) -> None:
-    """``-o/--output FILE``: where the result is saved."""
-    p.add_argument("-o", "--output", help=help)
+    """``-o/--output FILE``: where the result is saved, checked by :func:`output_path` as
+    it is parsed."""
+    p.add_argument("-o", "--output", type=output_path, metavar="FILE", help=help)
+
+
+def percent(text: str) -> float:
+    """An argparse type: a finite percentage >= 0 ("5" for 5%). NaN would compare false
+    with every value, so a threshold of NaN could never be crossed."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a percentage such as 5, got {text!r}") from None
+    if not math.isfinite(value) or value < 0.0:
+        raise argparse.ArgumentTypeError(f"expected a finite percentage >= 0 such as 5, "
+                                         f"got {text!r}")
+    return value
+
+
+def output_path(text: str) -> str:
+    """An argparse type: a file the command can write its result to, checked before the
+    command runs (a long measurement should not end in "no such directory"). The name must
+    not be empty; its directory must exist and be writable; an existing file must be a
+    writable regular file (as ``fastbench.save`` needs: it refuses read-only targets)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("the output file name is empty; give a path such as "
+                                         "result.json")
+    path = Path(text)
+    directory = path.parent
+    if not directory.is_dir():
+        what = "is not a directory" if directory.exists() else "does not exist"
+        raise argparse.ArgumentTypeError(f"cannot write {text}: the directory {directory} "
+                                         f"{what}; create it first or choose another path")
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise argparse.ArgumentTypeError(f"cannot write {text}: no permission to write in "
+                                         f"{directory}")
+    try:
+        info = path.stat()  # through symbolic links, to the file that would be written
+    except FileNotFoundError:
+        return text  # a new file (or a link to one not made yet)
+    except OSError as exc:
+        raise argparse.ArgumentTypeError(f"cannot write {text}: {exc.strerror}") from None
+    if stat.S_ISDIR(info.st_mode):
+        raise argparse.ArgumentTypeError(f"{text} is a directory; give a file name in it, "
+                                         f"such as {path / 'result.json'}")
+    if not stat.S_ISREG(info.st_mode):
+        raise argparse.ArgumentTypeError(f"{text} is not a regular file (a device, pipe or "
+                                         "socket); choose another path")
+    # The mode bits count too: for root, os.access says every file is writable.
+    if not info.st_mode & 0o222 or not os.access(path, os.W_OK):
+        raise argparse.ArgumentTypeError(f"{text} is read-only; make it writable (chmod u+w) "
+                                         "or choose another path")
+    return text
 
 
 def add_processes(p: argparse.ArgumentParser, help: str) -> None:

@@ -33,6 +33,6 @@ def cmd_timeit(args: argparse.Namespace) -> int:
 
 
 def _save(result: object, path: str | None) -> None:
-    if path:
+    if path is not None:
         save(result, path)
         out(f"saved to {path}")

@@ -7,8 +7,9 @@ two samples compared (:mod:`.twosample`), runs (processes) as a random effect
 interference phases in a series of samples (:mod:`.phases`) and the one median/MAD helper
 (:mod:`.robust`). Nothing here times, prints or drops a sample:
 outliers are counted and kept. Every function validates its input (non-empty,
-one-dimensional, finite) and raises ValueError with the reason; a setting that is not a number
-(a confidence, a level) raises TypeError.
+one-dimensional, finite) and raises ValueError with the reason; samples that are not real
+numbers (complex, strings, bools) and a setting that is not a number (a confidence, a level)
+raise TypeError.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from .planning import required_samples, samples_for_power
 from .samples import as_samples, median_ci
 from .summary import Outliers, Summary, summarize
 from .runs import RunLevel, compare_runs, run_level
-from .twosample import MIN_RUNS, MIN_SAMPLES, SampleComparison, compare_samples
+from .twosample import (MIN_RUNS, MIN_SAMPLES, SampleComparison, compare_samples,
+                        median_ratio_ci)
 
 __all__ = [
     "MIN_RUNS",
@@ -32,6 +34,7 @@ __all__ = [
     "compare_runs",
     "compare_samples",
     "median_ci",
+    "median_ratio_ci",
     "required_samples",
     "run_level",
     "samples_for_power",

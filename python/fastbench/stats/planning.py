@@ -14,6 +14,24 @@ from .._checks import check_finite, check_fraction
 from ._scipy import sps
 from .samples import as_samples
 
+# The most samples an answer may call for: 2**53 (about 9e15; at a nanosecond each, over
+# three months of sampling), beyond which float64 no longer counts them one by one. A
+# precision or an effect that needs more gets a ValueError, not an overflow or a number
+# nobody can use.
+MAX_SAMPLES = 2**53
+
+
+def _planned(root: float, factor: float, what: str) -> float:
+    """``factor * root**2``, the normal-quantile answer a search starts from; ValueError
+    naming ``what`` when it is beyond MAX_SAMPLES (``root`` may be inf after a division by
+    a tiny number, and its square overflow)."""
+    if not root <= math.sqrt(MAX_SAMPLES / factor):  # also catches inf and NaN
+        square = root * root * factor
+        estimate = f"about {square:.2g}" if math.isfinite(square) else "more than 1e308"
+        raise ValueError(f"{what} needs {estimate} samples, more than any run can take "
+                         "(at most 2**53); ask for a coarser one")
+    return factor * root ** 2
+
 
 def required_samples(samples: Any, rel_precision: float, confidence: float = 0.95) -> int:
     """Samples needed for the mean's confidence interval to reach a relative precision.
@@ -44,7 +62,8 @@ def required_samples(samples: Any, rel_precision: float, confidence: float = 0.9
         If ``rel_precision`` or ``confidence`` is not a number.
     ValueError
         If ``rel_precision`` or ``confidence`` is outside (0, 1), if there are fewer than 2
-        samples, if the mean is not positive, or if the samples are invalid.
+        samples, if the mean is not positive, if the samples are invalid, or if the precision
+        needs more than ``MAX_SAMPLES`` (2**53) samples.
     """
     x = as_samples(samples)
     rel = check_fraction("rel_precision", rel_precision)
@@ -60,7 +79,8 @@ def required_samples(samples: Any, rel_precision: float, confidence: float = 0.9
     if cv == 0.0:
         return 2
     q = 0.5 + confidence / 2.0
-    n = max(2, math.floor((float(sps().norm.ppf(q)) * cv / rel) ** 2))
+    n = max(2, math.floor(_planned(float(sps().norm.ppf(q)) * cv / rel, 1.0,
+                                   f"rel_precision {rel_precision!r} with a cv of {cv:.3g}")))
     while float(sps().t.ppf(q, n - 1)) * cv / math.sqrt(n) > rel:
         n += 1
     return n
@@ -126,8 +146,9 @@ def samples_for_power(
         If ``cv``, ``effect``, ``power``, ``alpha`` or ``correlation`` is not a number.
     ValueError
         If ``cv`` is not positive and finite, ``effect`` is zero or not finite, ``power`` or
-        ``alpha`` is outside (0, 1), ``correlation`` is outside [-1, 1), or a correlation is
-        given for an unpaired design.
+        ``alpha`` is outside (0, 1), ``correlation`` is outside [-1, 1), a correlation is
+        given for an unpaired design, or the effect needs more than ``MAX_SAMPLES`` (2**53)
+        samples per group.
     """
     cv_f = check_finite("cv", cv)
     if cv_f <= 0.0:
@@ -145,7 +166,8 @@ def samples_for_power(
 
     spread = math.sqrt(2.0 * (1.0 - rho)) * cv_f if paired else cv_f
     z = float(sps().norm.ppf(1.0 - al / 2.0)) + float(sps().norm.ppf(pw))
-    approx = (1.0 if paired else 2.0) * (z * spread / eff) ** 2
+    approx = _planned(z * spread / eff, 1.0 if paired else 2.0,
+                      f"effect {effect!r} with a cv of {cv_f:.3g}")
     n = max(2, math.ceil(approx))
     # Power grows with n: step up to the first n that reaches it, then down while n - 1
     # still does (the normal answer is usually 1-2 below the exact one).

@@ -6,6 +6,7 @@ times, prints or drops a sample.
 
 from __future__ import annotations
 
+import numbers
 from typing import Any
 
 import numpy as np
@@ -31,10 +32,18 @@ def as_samples(samples: Any, *, name: str = "samples") -> NDArray[np.float64]:
 
     Raises
     ------
+    TypeError
+        If the values are not real numbers: complex (whose imaginary part a conversion
+        would drop), strings (which it would parse), bools, None or other objects.
     ValueError
         If the input is empty, not one-dimensional, or holds NaN or infinity.
     """
-    arr = np.asarray(samples, dtype=np.float64)
+    raw = np.asarray(samples)
+    # Checked before converting: float64 conversion silently keeps the real part of complex
+    # values and parses numeric strings, so ['1', '2'] and [1+5j] would pass as samples.
+    if raw.dtype.kind not in "iuf" and not (raw.dtype.kind == "O" and _all_real(raw)):
+        raise TypeError(f"{name} must hold real numbers, got {_dtype_name(raw)} values")
+    arr = np.asarray(raw, dtype=np.float64)
     if arr.ndim != 1:
         raise ValueError(f"{name} must be one-dimensional, got shape {arr.shape}")
     if arr.size == 0:
@@ -43,6 +52,25 @@ def as_samples(samples: Any, *, name: str = "samples") -> NDArray[np.float64]:
         bad = int(np.count_nonzero(~np.isfinite(arr)))
         raise ValueError(f"{name} holds {bad} non-finite value(s) (NaN or inf)")
     return arr
+
+
+def _all_real(values: NDArray[Any]) -> bool:
+    """Whether every element of an object array is a real number (a bool is not)."""
+    return all(isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_))
+               for v in values.flat)
+
+
+def _dtype_name(values: NDArray[Any]) -> str:
+    """What an array holds, for a message: "complex", "str", "bool", or the first odd type."""
+    kind = values.dtype.kind
+    named = {"c": "complex", "U": "str", "S": "bytes", "b": "bool"}
+    if kind in named:
+        return named[kind]
+    if kind == "O":
+        for v in values.flat:
+            if not isinstance(v, numbers.Real) or isinstance(v, (bool, np.bool_)):
+                return type(v).__name__
+    return str(values.dtype)
 
 
 def median_ci(samples: Any, confidence: float = 0.95) -> tuple[float, float] | None:

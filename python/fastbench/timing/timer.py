@@ -5,11 +5,13 @@ block. For anything shorter than tens of microseconds, fastbench.measure is the 
 from __future__ import annotations
 
 from .. import _core
+from ..units import format_ns
 from .clocks import resolve_clock
 
 
 class Timer:
-    """Time a block: ``with fastbench.Timer() as t: ...`` then ``t.elapsed_ns``.
+    """Time a block: ``with fastbench.Timer() as t: ...`` then ``t.elapsed_ns`` (or
+    ``elapsed_ms``, ``elapsed_s``); ``repr(t)`` reads ``Timer(elapsed=1.234 ms, clock='tsc')``.
 
     Reads the native clock (fenced TSC where "auto" picks it) on entry and exit. The
     figure includes the cost of one clock read pair and one Python-level call (about
@@ -48,6 +50,21 @@ class Timer:
         return _core.ticks_to_ns(self.clock, _core.read_stop(self.clock) - self._start)
 
     @property
+    def elapsed_ms(self) -> float:
+        """Elapsed time in milliseconds."""
+        return self.elapsed_ns * 1e-6
+
+    @property
     def elapsed_s(self) -> float:
         """Elapsed time in seconds."""
         return self.elapsed_ns * 1e-9
+
+    def __repr__(self) -> str:
+        # Reads no clock: the repr of a running timer must not depend on when it is shown.
+        if self._elapsed_ns is not None:
+            state = f"elapsed={format_ns(self._elapsed_ns)}"
+        elif self._start is not None:
+            state = "running"
+        else:
+            state = "not started"
+        return f"Timer({state}, clock={self.clock!r})"
