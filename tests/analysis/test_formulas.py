@@ -686,6 +686,76 @@ def test_pool_errors() -> None:
         F.adaptive_avg_pool((1, 4, 8, 8), 0)
 
 
+# -- sampling at computed positions -------------------------------------------------------
+def test_sampling_table_follows_the_documented_counts() -> None:
+    # A 4-tap weighted sum is 4 mul + 3 add; bicubic takes 4 rows then the column.
+    assert E["grid_sample_bilinear"] == 4 + 3
+    assert E["upsample_bicubic"] == E["grid_sample_bicubic"] == 5 * (4 + 3)
+    # torch's get_cubic_upsample_coefficients per axis: conv2(t + 1) 1 + 6, conv1(t) 5,
+    # 1 - t 1, conv1(1 - t) 5, conv2(2 - t) 1 + 6.
+    per_axis = 7 + 5 + 1 + 5 + 7
+    assert E["grid_sample_bicubic_coords"] == 2 * 3 + 2 + 2 + 2 * per_axis
+    # Bilinear position: unnormalise (3 per axis), floor (2), 4 distances, 4 weights.
+    assert E["grid_sample_bilinear_coords"] == 2 * 3 + 2 + 4 + 4
+    assert E["roi_align"] == 4 + 3 + 1 and E["roi_align_coords"] == 2 * 2 + 2 + 4 + 4
+
+
+def test_grid_sample_by_hand() -> None:
+    n, c, h, w, ho, wo = 2, 3, 8, 10, 5, 7
+    outputs, locations, inputs = n * c * ho * wo, n * ho * wo, n * c * h * w   # 210, 70, 480
+    g = F.grid_sample((n, c, h, w), (n, ho, wo, 2))
+    assert g.params == 0
+    assert g.forward == Count(0, 210 * 7 + 70 * 16, 4 * (480 + 140), 4 * 210)
+    # Positions again (16), input grad (8) and grid grad (24) per output, chain rule (2).
+    assert g.backward == Count(0, 70 * 16 + 210 * (8 + 24) + 70 * 2,
+                               4 * (outputs + inputs + 2 * locations), 4 * (inputs + 140))
+    only_input = F.grid_sample((n, c, h, w), (n, ho, wo, 2), grid_grad=False)
+    assert only_input.backward.elementwise_flops == 70 * 16 + 210 * 8
+    assert only_input.backward.bytes_written == 4 * inputs
+    assert F.grid_sample((n, c, h, w), (n, ho, wo, 2), input_grad=False,
+                         grid_grad=False).backward == Count()
+    nearest = F.grid_sample((n, c, h, w), (n, ho, wo, 2), mode="nearest", dtype="float16")
+    assert nearest.forward == Count(0, 70 * 8, 2 * (480 + 140), 2 * 210)
+    assert nearest.backward.elementwise_flops == 70 * 8 + 210 * 1   # a step: no grid gradient
+    bicubic = F.grid_sample((n, c, h, w), (n, ho, wo, 2), mode="bicubic")
+    assert bicubic.forward.elementwise_flops == 210 * 35 + 70 * 60
+    assert bicubic.backward.elementwise_flops == 70 * 76 + 210 * (32 + 96) + 70 * 74
+
+
+def test_roi_align_by_hand() -> None:
+    # Mask R-CNN's box head: 1000 boxes on a 256-channel 50x68 level, 7x7 bins of 2x2 samples.
+    c = F.roi_align((1, 256, 50, 68), 1000, 7, 2)
+    outputs, samples = 1000 * 256 * 49, 1000 * 49 * 4
+    assert c.params == 0
+    assert c.forward == Count(0, 404_152_000, 4 * (256 * 50 * 68 + 1000 * 5), 4 * outputs)
+    assert c.forward.elementwise_flops == outputs * 4 * 8 + samples * 14
+    assert c.backward == Count(0, outputs * (4 * 8 + 1) + samples * 14,
+                               4 * (outputs + 1000 * 5), 4 * 256 * 50 * 68)
+    assert F.roi_align((1, 256, 50, 68), 1000, (7, 7), 2, input_grad=False).backward == Count()
+    assert F.roi_align((1, 8, 9, 9), 3, (2, 4), 1).forward.elementwise_flops == \
+        3 * 8 * 8 * 8 + 3 * 8 * 14
+
+
+def test_sampling_errors() -> None:
+    with pytest.raises(ValueError, match=r"grid_shape must be \(N, H_out, W_out, 2\) with N=2"):
+        F.grid_sample((2, 3, 8, 8), (1, 4, 4, 2))
+    with pytest.raises(ValueError, match="grid_shape"):
+        F.grid_sample((2, 3, 8, 8), (2, 4, 4, 3))
+    with pytest.raises(ValueError, match="input_shape must have 4 dimensions"):
+        F.grid_sample((2, 3, 8, 8, 8), (2, 4, 4, 2))
+    with pytest.raises(ValueError, match="mode must be one of bilinear, nearest, bicubic"):
+        F.grid_sample((2, 3, 8, 8), (2, 4, 4, 2), mode="area")
+    with pytest.raises(TypeError, match="grid_grad"):
+        F.grid_sample((2, 3, 8, 8), (2, 4, 4, 2), grid_grad=1)  # type: ignore[arg-type]
+    for adaptive in (0, -1):
+        with pytest.raises(ValueError, match="sampling_ratio must be positive.*boxes' values"):
+            F.roi_align((1, 4, 8, 8), 2, 7, adaptive)
+    with pytest.raises(ValueError, match="output_size must be an int or 2 ints"):
+        F.roi_align((1, 4, 8, 8), 2, (7, 7, 7), 2)
+    with pytest.raises(ValueError, match="num_rois"):
+        F.roi_align((1, 4, 8, 8), 0, 7, 2)
+
+
 # -- embedding and dropout ----------------------------------------------------------------
 def test_embedding_by_hand() -> None:
     c = F.embedding(50257, 768, (8, 128))

@@ -29,12 +29,13 @@ from .._checks import check_int
 from .costs import Cost, Count, dtype_bytes
 
 __all__ = [
-    "ACTIVATIONS", "ELEMENTWISE_FLOPS", "INDEX_BYTES",
+    "ACTIVATIONS", "ELEMENTWISE_FLOPS", "GRID_SAMPLE_MODES", "INDEX_BYTES",
     "activation", "adaptive_avg_pool", "attention", "attention_parts", "avg_pool",
     "batch_norm", "bmm", "conv", "conv1d", "conv2d", "conv3d", "conv_output_shape",
     "conv_output_size", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "dropout",
-    "einsum", "elementwise", "embedding", "group_norm", "layer_norm", "linear", "log_softmax",
-    "matmul", "max_pool", "pool_output_size", "rms_norm", "softmax",
+    "einsum", "elementwise", "embedding", "grid_sample", "group_norm", "layer_norm", "linear",
+    "log_softmax", "matmul", "max_pool", "pool_output_size", "rms_norm", "roi_align",
+    "softmax",
 ]
 
 # Bytes per index of an embedding lookup (torch's int64 indices).
@@ -107,6 +108,35 @@ INDEX_BYTES = 8
 # embedding      0    1   gather (no arithmetic)              | scatter-add g per gathered element
 # upsample_bilinear 9  8  per OUTPUT element: 3 lerps of      | per OUTPUT element: 4 weighted
 #                         (sub, mul, add)                     | scatter-adds (mul, add)
+# upsample_bicubic 35 32  per OUTPUT element: 16 taps as 5    | per OUTPUT element: 16 weighted
+#                         4-tap sums (4 rows, then the column)| scatter-adds (mul, add)
+#                         of 4 mul + 3 add each               |
+# Sampling at computed positions (grid_sample, RoI Align). The interpolation counts per OUTPUT
+# element (per channel); the positions and tap weights, shared by the channels, count once per
+# sampled location ("_coords", per GRID location or RoI SAMPLE point), and backward recomputes
+# them. Handling of positions outside the input (padding_mode) is not counted, as a
+# convolution's zero padding is not. Source: torch's GridSampler.cpp and UpSample.h.
+# grid_sample_bilinear 7 8  4 taps weighted (4 mul, 3 add)    | input grad: 4 weighted scatter-adds
+# grid_sample_nearest  0 1  gather of 1 tap                   | input grad: 1 scatter-add
+# grid_sample_bicubic 35 32 16 taps as upsample_bicubic       | input grad: 16 weighted scatter-adds
+# grid_sample_<mode>_grid_backward, per OUTPUT element: the grid gradient, each tap's value
+#     times its weight's slope along x and along y, times g, accumulated (3 per tap and
+#     axis): bilinear 24, bicubic 96, nearest 0 (a step function has no slope)
+# grid_sample_<mode>_coords, per GRID location: bilinear 16: unnormalise x and y (3 each),
+#     floor (2), the 4 distances to the cell's sides (4), the 4 tap weights (4); nearest 8:
+#     unnormalise (6), round (2); bicubic 60: unnormalise (6), floor (2), fractions (2), 4
+#     cubic weights per axis (25 each: get_cubic_upsample_coefficients)
+# grid_sample_<mode>_coords_backward: the same recomputed (bicubic also forms the 16 tap
+#     weights its input gradient scatters with: 76)
+# grid_sample_<mode>_grid_coords_backward, per GRID location with a grid gradient: the chain
+#     rule through the unnormalisation (one multiply per axis): 2; bicubic adds the weights'
+#     slopes (20 per axis) and their 32 products with the other axis's weights: 74
+# roi_align      8    8   per OUTPUT element and SAMPLE point | per OUTPUT element and SAMPLE: 4
+#                         of its bin: 4 taps weighted (7) and | weighted scatter-adds (mul, add);
+#                         averaged into the bin (1)           | plus g/count per OUTPUT ("scale")
+# roi_align_coords 14 14  per RoI SAMPLE point (shared by the channels): position (2 per axis),
+#                         floor (2), fractions and their complements (4), the 4 tap weights
+#                         (4); recomputed in backward. Source: torchvision's roi_align_kernel.cpp
 # Recurrent cells, per hidden unit and time step, on top of the gate MACs (the input and
 # hidden contributions accumulate into the gates) and the bias adds ("bias" per gate value):
 # lstm_cell     18    22  i, f, o sigmoids (12), g tanh (1),  | do (4), dc (5), df, di, dg (4 each),
@@ -159,6 +189,18 @@ ELEMENTWISE_FLOPS: Mapping[str, int] = MappingProxyType({
     "bias": 1, "bias_backward": 1,
     "embedding": 0, "embedding_backward": 1,
     "upsample_bilinear": 9, "upsample_bilinear_backward": 8,
+    "upsample_bicubic": 35, "upsample_bicubic_backward": 32,
+    "grid_sample_bilinear": 7, "grid_sample_bilinear_backward": 8,
+    "grid_sample_bilinear_grid_backward": 24, "grid_sample_bilinear_coords": 16,
+    "grid_sample_bilinear_coords_backward": 16, "grid_sample_bilinear_grid_coords_backward": 2,
+    "grid_sample_nearest": 0, "grid_sample_nearest_backward": 1,
+    "grid_sample_nearest_grid_backward": 0, "grid_sample_nearest_coords": 8,
+    "grid_sample_nearest_coords_backward": 8, "grid_sample_nearest_grid_coords_backward": 0,
+    "grid_sample_bicubic": 35, "grid_sample_bicubic_backward": 32,
+    "grid_sample_bicubic_grid_backward": 96, "grid_sample_bicubic_coords": 60,
+    "grid_sample_bicubic_coords_backward": 76, "grid_sample_bicubic_grid_coords_backward": 74,
+    "roi_align": 8, "roi_align_backward": 8,
+    "roi_align_coords": 14, "roi_align_coords_backward": 14,
     "lstm_cell": 18, "lstm_cell_backward": 22,
     "gru_cell": 14, "gru_cell_backward": 20,
     "rnn_cell": 1, "rnn_cell_backward": 3,
@@ -1295,6 +1337,141 @@ def adaptive_avg_pool(x_shape: Shape, output_size: int | Sequence[int | None], *
         window *= sum(-(-(i + 1) * length // o) - (i * length) // o for i in range(o))
     return _avg_cost("adaptive_avg_pool", lead * math.prod(spatial), lead * math.prod(sizes),
                      window, dtype_bytes(dtype), _flag("input_grad", input_grad))
+
+
+# -- sampling at computed positions --------------------------------------------------------
+GRID_SAMPLE_MODES: tuple[str, ...] = ("bilinear", "nearest", "bicubic")
+
+
+def grid_sample(input_shape: Shape, grid_shape: Shape, *, mode: str = "bilinear",
+                dtype: Any = "float32", input_grad: bool = True,
+                grid_grad: bool = True) -> Cost:
+    """Cost of ``torch.nn.functional.grid_sample`` of a ``(N, C, H, W)`` input at a
+    ``(N, H_out, W_out, 2)`` grid of positions (the warp of RAFT and spatial transformers).
+
+    Per output element (``N*C*H_out*W_out``) the interpolation of its taps: bilinear 4 taps
+    weighted (7 FLOPs), bicubic 16 (35), nearest a gather (0). Per grid location
+    (``N*H_out*W_out``, shared by the channels) the source position and the tap weights:
+    bilinear 16, nearest 8, bicubic 60 (``ELEMENTWISE_FLOPS``, "grid_sample_*"). Positions
+    outside the input (``padding_mode``) cost nothing extra. Backward recomputes the
+    positions and computes the input gradient (scatter-adds of the weighted output gradient)
+    and the grid gradient (each tap's value times its weight's slope), as asked.
+
+    Parameters
+    ----------
+    input_shape : tuple of int
+        ``(N, C, H, W)``.
+    grid_shape : tuple of int
+        ``(N, H_out, W_out, 2)``.
+    mode : {"bilinear", "nearest", "bicubic"}
+        The interpolation.
+    dtype : str, numpy or torch dtype, or int
+        Element type; sets the bytes.
+    input_grad, grid_grad : bool
+        Which gradients backward computes.
+
+    Returns
+    -------
+    Cost
+        No parameters.
+
+    Raises
+    ------
+    ValueError
+        Non-positive sizes, shapes that are not 4-D, a grid whose last dimension is not 2 or
+        whose batch differs from the input's, an unknown mode.
+    """
+    n, c, h, w = _four_d("input_shape", input_shape)
+    gn, ho, wo, two = _four_d("grid_shape", grid_shape)
+    if two != 2 or gn != n:
+        raise ValueError(f"grid_shape must be (N, H_out, W_out, 2) with N={n} as the input's, "
+                         f"got {tuple(grid_shape)}")
+    if mode not in GRID_SAMPLE_MODES:
+        raise ValueError(f"mode must be one of {', '.join(GRID_SAMPLE_MODES)}, got {mode!r}")
+    in_grad, g_grad = _flag("input_grad", input_grad), _flag("grid_grad", grid_grad)
+    wb = dtype_bytes(dtype)
+    key = f"grid_sample_{mode}"
+    outputs, locations, inputs = n * c * ho * wo, n * ho * wo, n * c * h * w
+    forward = Count(0, outputs * _E[key] + locations * _E[key + "_coords"],
+                    wb * (inputs + 2 * locations), wb * outputs)
+    if not (in_grad or g_grad):
+        return Cost("grid_sample", forward)
+    flops = locations * _E[key + "_coords_backward"]
+    if in_grad:
+        flops += outputs * _E[key + "_backward"]
+    if g_grad:
+        flops += outputs * _E[key + "_grid_backward"] + locations * _E[key + "_grid_coords_backward"]
+    written = (inputs if in_grad else 0) + (2 * locations if g_grad else 0)
+    backward = Count(0, flops, wb * (outputs + inputs + 2 * locations), wb * written)
+    return Cost("grid_sample", forward, backward)
+
+
+def roi_align(input_shape: Shape, num_rois: int, output_size: int | Shape,
+              sampling_ratio: int, *, dtype: Any = "float32", input_grad: bool = True) -> Cost:
+    """Cost of RoI Align (``torchvision.ops.roi_align``, the pooler of Faster and Mask R-CNN):
+    ``num_rois`` boxes over a ``(N, C, H, W)`` feature map, each pooled to ``output_size``
+    bins of ``sampling_ratio x sampling_ratio`` bilinear samples averaged.
+
+    Per output element (``num_rois*C*PH*PW``) and sample point: 4 taps weighted (7) and
+    averaged into the bin (1). Per sample point of each box (shared by the channels): its
+    position and 4 tap weights, 14. Backward (the input gradient; boxes have none) divides
+    each output gradient by the samples per bin, scatter-adds it to the 4 taps of every
+    sample (8 per sample) and recomputes the positions.
+
+    Parameters
+    ----------
+    input_shape : tuple of int
+        ``(N, C, H, W)``.
+    num_rois : int
+        Boxes pooled (the rows of torchvision's ``(K, 5)`` boxes tensor).
+    output_size : int or (int, int)
+        Bins per box, ``(PH, PW)``.
+    sampling_ratio : int
+        Samples per bin along each axis. torchvision's adaptive choice (``<= 0``,
+        ``ceil(box size / bins)``) depends on the boxes' values: count those on real boxes
+        through ``fastbench.analysis.analyze``.
+    dtype : str, numpy or torch dtype, or int
+        Element type; sets the bytes (boxes count at the same width).
+    input_grad : bool
+        Whether backward computes the feature map's gradient.
+
+    Returns
+    -------
+    Cost
+        No parameters.
+
+    Raises
+    ------
+    ValueError
+        Non-positive sizes or ``sampling_ratio``, an input that is not 4-D.
+    """
+    n, c, h, w = _four_d("input_shape", input_shape)
+    k = _int("num_rois", num_rois)
+    ph, pw = _per_dim("output_size", output_size, 2, 1)
+    sr = check_int("sampling_ratio", sampling_ratio)
+    if sr <= 0:
+        raise ValueError(f"sampling_ratio must be positive, got {sampling_ratio}: torchvision's "
+                         "adaptive sampling (<= 0) depends on the boxes' values; count it on "
+                         "real boxes with fastbench.analysis.analyze")
+    wb = dtype_bytes(dtype)
+    outputs, samples = k * c * ph * pw, sr * sr
+    locations = k * ph * pw * samples
+    boxes = 5 * k
+    forward = Count(0, outputs * samples * _E["roi_align"] + locations * _E["roi_align_coords"],
+                    wb * (n * c * h * w + boxes), wb * outputs)
+    if not _flag("input_grad", input_grad):
+        return Cost("roi_align", forward)
+    backward = Count(0, outputs * (samples * _E["roi_align_backward"] + _E["scale"])
+                     + locations * _E["roi_align_coords_backward"],
+                     wb * (outputs + boxes), wb * n * c * h * w)
+    return Cost("roi_align", forward, backward)
+
+
+def _four_d(name: str, value: Any) -> tuple[int, int, int, int]:
+    dims = _shape(name, value, 4)
+    if len(dims) != 4:
+        raise ValueError(f"{name} must have 4 dimensions, got {dims}")
+    return dims[0], dims[1], dims[2], dims[3]
 
 
 # -- lookup and regularisation ------------------------------------------------------------

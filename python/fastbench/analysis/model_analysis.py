@@ -177,20 +177,30 @@ class Parameters:
 class MemoryEstimate:
     """Memory for inference and for one training step, in bytes.
 
-    ``activations_bytes`` are the tensors autograd saved for backward during the analysed
-    forward (unique storages, parameters excluded), measured from the graph;
-    ``inference_peak_bytes`` the most intermediate storage alive at once during the forward
-    (inputs and parameters excluded). Gradients take the trainable parameters' size; optimizer
-    state is per ``OPTIMIZERS`` (SGD none, momentum one slot, Adam/AdamW two), in the
-    parameters' dtype.
+    Intermediate storages are followed op by op, each born at the op that writes it and
+    freed right after the last op that uses it (what eager execution does once nothing else
+    holds it); inputs, parameters and buffers are counted apart, storages once however many
+    views share them. ``inference_peak_bytes`` is the most intermediate storage alive at once
+    during the forward, the model's outputs included. ``activations_bytes`` are the tensors
+    autograd saved for backward during the analysed forward (unique storages, parameters
+    and inputs excluded), measured from the graph. ``training_peak_bytes`` is the most
+    activation storage alive at once over a training step: the forward with its saved
+    tensors held until the backward uses them, the outputs, their gradients and, when the
+    backward was analysed, every gradient it computed for an activation (the parameters'
+    gradients are ``gradients_bytes``); without the backward, the step is taken to its
+    start, where the saved tensors, the outputs and the outputs' gradients are alive
+    together. It is never below ``inference_peak_bytes``, so neither is training below
+    inference. Gradients take the trainable parameters' size; optimizer state is per
+    ``OPTIMIZERS`` (SGD none, momentum one slot, Adam/AdamW two), in the parameters' dtype.
     """
 
     params_bytes: int
     buffers_bytes: int
     gradients_bytes: int
-    activations_bytes: int | None      # None when the forward saved nothing (no grad)
+    activations_bytes: int | None      # None without a training step, as training_peak_bytes
     inference_peak_bytes: int
     inputs_bytes: int
+    training_peak_bytes: int | None    # None: gradients off, or no output requires grad
 
     def optimizer_bytes(self, optimizer: str = "adam") -> int:
         key = optimizer.lower().replace("adamw", "adam")
@@ -199,11 +209,12 @@ class MemoryEstimate:
         return _OPTIMIZER_SLOTS[key] * self.gradients_bytes
 
     def training_bytes(self, optimizer: str = "adam") -> int | None:
-        """Parameters + buffers + gradients + optimizer state + saved activations + inputs."""
-        if self.activations_bytes is None:
+        """Parameters + buffers + gradients + optimizer state + inputs + the step's peak of
+        activations (saved, transient and their gradients)."""
+        if self.training_peak_bytes is None:
             return None
         return (self.params_bytes + self.buffers_bytes + self.gradients_bytes
-                + self.optimizer_bytes(optimizer) + self.activations_bytes + self.inputs_bytes)
+                + self.optimizer_bytes(optimizer) + self.training_peak_bytes + self.inputs_bytes)
 
     @property
     def inference_bytes(self) -> int:
@@ -214,16 +225,19 @@ class MemoryEstimate:
                f"{_bytes_text(self.params_bytes)} + buffers {_bytes_text(self.buffers_bytes)} + "
                f"inputs {_bytes_text(self.inputs_bytes)} + peak intermediates "
                f"{_bytes_text(self.inference_peak_bytes)}"]
-        if self.activations_bytes is None:
-            out.append("  memory, training: not estimated (the forward saved no tensors for "
-                       "backward: no trainable parameters or gradients disabled)")
+        if self.training_peak_bytes is None:
+            out.append("  memory, training: not estimated (gradients disabled, or no output "
+                       "requires grad)")
             return out
         for opt in OPTIMIZERS:
             total = self.training_bytes(opt)
             out.append(f"  memory, training with {opt:<8}: {_bytes_text(total or 0)} = parameters + "
                        f"gradients {_bytes_text(self.gradients_bytes)} + optimizer "
-                       f"{_bytes_text(self.optimizer_bytes(opt))} + saved activations "
-                       f"{_bytes_text(self.activations_bytes)} + buffers and inputs")
+                       f"{_bytes_text(self.optimizer_bytes(opt))} + peak activations "
+                       f"{_bytes_text(self.training_peak_bytes)} + buffers and inputs")
+        out.append(f"  (peak activations: saved for backward "
+                   f"{_bytes_text(self.activations_bytes or 0)}, with the intermediates and "
+                   f"activation gradients alive beside them)")
         return out
 
     def to_dict(self) -> dict[str, Any]:
@@ -231,16 +245,24 @@ class MemoryEstimate:
             "params_bytes": self.params_bytes, "buffers_bytes": self.buffers_bytes,
             "gradients_bytes": self.gradients_bytes, "activations_bytes": self.activations_bytes,
             "inference_peak_bytes": self.inference_peak_bytes, "inputs_bytes": self.inputs_bytes,
+            "training_peak_bytes": self.training_peak_bytes,
             "inference_bytes": self.inference_bytes}
         d["training_bytes"] = {opt: self.training_bytes(opt) for opt in OPTIMIZERS}
         return d
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> MemoryEstimate:
-        act = d["activations_bytes"]
+        act = None if d["activations_bytes"] is None else int(d["activations_bytes"])
+        peak = int(d["inference_peak_bytes"])
+        training_peak = d.get("training_peak_bytes")
+        if "training_peak_bytes" in d:
+            training = None if training_peak is None else int(training_peak)
+        else:
+            # Written before the training peak was recorded: the forward's peak is at least
+            # the saved activations and the inference peak.
+            training = None if act is None else max(act, peak)
         return cls(int(d["params_bytes"]), int(d["buffers_bytes"]), int(d["gradients_bytes"]),
-                   None if act is None else int(act), int(d["inference_peak_bytes"]),
-                   int(d["inputs_bytes"]))
+                   act, peak, int(d["inputs_bytes"]), training)
 
 
 @dataclass(frozen=True)

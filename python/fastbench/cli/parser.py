@@ -13,7 +13,7 @@ from .analyze import cmd_analyze
 from .compare import EXIT_SLOWER, cmd_compare
 from .info import cmd_info
 from .options import (add_clock, add_max_time, add_metric, add_min_time, add_output,
-                      add_processes, add_setup)
+                      add_processes, add_setup, output_path, percent)
 from .roofline import cmd_roofline
 from .stat import cmd_stat
 from .timeit import cmd_timeit
@@ -75,15 +75,17 @@ def build_parser() -> argparse.ArgumentParser:
     add_processes(p, "with --run: measure each statement in N worker processes, interleaved "
                   "A B B A ..., and judge the run medians (paired t test)")
     add_metric(p)
-    p.add_argument("--tolerance", type=float, default=0.5, metavar="PCT",
+    p.add_argument("--tolerance", type=percent, default=0.5, metavar="PCT",
                    help="with --metric instructions: the change in %% that counts as a "
                    "difference (default 0.5)")
-    p.add_argument("--run-variation", type=float, default=None, metavar="PCT",
+    p.add_argument("--run-variation", type=percent, default=None, metavar="PCT",
                    help="how much separate runs vary here, in %% (default: what `fastbench "
                    "variation` measured, or what the files carry); single-run results are "
                    "judged against it")
-    p.add_argument("--fail-slower", type=float, default=None, metavar="PCT",
-                   help=f"exit {EXIT_SLOWER} if a candidate is significantly slower by more than PCT%%")
+    p.add_argument("--fail-slower", type=percent, default=None, metavar="PCT",
+                   help=f"exit {EXIT_SLOWER} if a candidate is significantly slower by more "
+                   "than PCT%%; comparing nothing at all (no benchmark of the baseline in a "
+                   "candidate file) is an error")
     add_output(p, "save the --run comparison to this JSON file")
     p.set_defaults(func=cmd_compare)
 
@@ -110,7 +112,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quick", action="store_true", help="a few seconds: one size per level")
     p.add_argument("--threads", type=int, default=None, help="threads (default: all cores)")
     p.add_argument("--no-cache", action="store_true", help="measure even if a cached result exists")
-    p.add_argument("--plot", help="write a log-log roofline plot (needs matplotlib)")
+    p.add_argument("--plot", type=output_path, metavar="FILE",
+                   help="write a log-log roofline plot (needs matplotlib)")
     add_output(p, "save the roofline to this JSON file")
     p.set_defaults(func=cmd_roofline)
 
@@ -130,6 +133,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--arg", action="append", default=[], metavar="KEY=VALUE",
                    help="keyword argument of the factory (repeatable), e.g. attention=explicit")
     p.add_argument("--device", default="meta", help="device to build on (default meta)")
+    p.add_argument("--fallback", choices=["cpu"], default=None,
+                   help="where the meta device cannot build or run the model (an op that needs "
+                   "tensor values, such as nonzero in a detector), build and analyse it on this "
+                   "device instead, with a note")
     p.add_argument("--backward", action="store_true", help="also count the backward pass")
     p.add_argument("--grad-mode", default="grad", choices=["grad", "no_grad", "inference_mode"])
     p.add_argument("--eval", action="store_true", help="put the model in eval mode first")
@@ -155,4 +162,11 @@ def build_parser() -> argparse.ArgumentParser:
     add_output(p, "save the result to this JSON file")
     p.add_argument("cmd", nargs=argparse.REMAINDER, help="-- CMD ARGS...")
     p.set_defaults(func=cmd_stat)
+
+    # --debug is read after the subcommand too (`fastbench timeit --debug 1/0`). SUPPRESS
+    # leaves the attribute unset when a subcommand is not given it, so a --debug before
+    # the subcommand is not overwritten by the subcommand's default.
+    for command in sub.choices.values():
+        command.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                             help="show tracebacks on errors")
     return parser

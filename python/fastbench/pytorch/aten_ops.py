@@ -8,10 +8,13 @@ same layer run through PyTorch count alike. Imports torch: load it only through 
 Fused kernels are counted by what they compute, not as zero: the CPU flash attention
 (``_scaled_dot_product_flash_attention_for_cpu``), the other SDPA backends and the fused
 ``nn.MultiheadAttention`` inference path (``_native_multi_head_attention``) count the same
-projections and products as the unfused code they replace, so a model counts alike under grad,
-no_grad and inference_mode. The backward of a fused attention counts the four gradient products
-(dQ, dK, dV and dP) as the unfused backward does; flash kernels also recompute QK^T there, an
-implementation choice left out of the count.
+projections, products, scaling and softmax as the unfused code they replace, so a model counts
+alike under grad, no_grad and inference_mode. The backward of a fused attention counts the four
+gradient products (dQ, dK, dV and dP) as the unfused backward does; flash kernels also
+recompute QK^T there, an implementation choice left out of the count.
+
+A few ops of other namespaces that models use have formulas too (torchvision's RoI Align);
+they are looked up by qualified name ("torchvision::roi_align").
 """
 
 from __future__ import annotations
@@ -153,12 +156,14 @@ def _sdpa_dims(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> tuple[int, 
     return bh, int(q.shape[-2]), int(k.shape[-2]), int(q.shape[-1]) + int(v.shape[-1])
 
 
-def _attention_count(bh: int, lq: int, lk: int, e: int, masked: bool) -> Count:
+def _attention_count(bh: int, lq: int, lk: int, e: int, masked: bool,
+                     scale_scores: bool = True) -> Count:
     """QK^T and A.V in full (non-causal: the convention) over ``bh`` heads with query and
-    value head dims summing to ``e``, a scale and a softmax per score, one more op per score
-    when a mask or causal masking applies."""
+    value head dims summing to ``e``, a softmax per score, one more op per score when a mask
+    or causal masking applies, and (``scale_scores``) the 1/sqrt(head_dim) scale per score."""
     scores = bh * lq * lk
-    per_score = 1 + _per_element("softmax") + (_per_element("where") if masked else 0)
+    per_score = (_per_element("scale") if scale_scores else 0) + _per_element("softmax") \
+        + (_per_element("where") if masked else 0)
     return Count(macs=scores * e, elementwise_flops=scores * per_score)
 
 
@@ -178,18 +183,102 @@ def _sdpa_backward(b: Mapping[str, Any], out: Any) -> Count:
 def _native_mha(b: Mapping[str, Any], out: Any) -> Count:
     """The fused nn.MultiheadAttention inference path: the QKV projection with its bias, the
     attention products and softmax, the output projection with its bias, counted as the unfused
-    path (F.multi_head_attention_forward) would count them."""
+    path (F.multi_head_attention_forward) counts them, op for op.
+
+    Where the 1/sqrt(head_dim) scale falls depends on ``need_weights``, in both paths alike.
+    With it, the unfused path multiplies Q before QK^T (``q * sqrt(1/E)``, as the fused
+    kernel's ``_transform_bias_rescale_qkv`` does): one multiply per query element. Without
+    it, both paths run scaled_dot_product_attention, whose count scales every score."""
     q, k = b["query"], b["key"]
     d, heads = int(b["embed_dim"]), int(b["num_head"])
     bsz, lq, lk = int(q.shape[0]), int(q.shape[1]), int(k.shape[1])
     tokens_q, tokens_kv = bsz * lq, bsz * lk
+    need_weights = bool(b["need_weights"])
     proj = Count(macs=(tokens_q + 2 * tokens_kv) * d * d,
                  elementwise_flops=(tokens_q + 2 * tokens_kv) * d)
-    attn = _attention_count(bsz * heads, lq, lk, 2 * (d // heads), b["mask"] is not None)
+    attn = _attention_count(bsz * heads, lq, lk, 2 * (d // heads), b["mask"] is not None,
+                            scale_scores=not need_weights)
+    scale_q = Count(elementwise_flops=tokens_q * d * _per_element("scale")) \
+        if need_weights else Count()
     out_proj = Count(macs=tokens_q * d * d, elementwise_flops=tokens_q * d)
-    weights = Count(elementwise_flops=bsz * heads * lq * lk) \
-        if b["need_weights"] and b["average_attn_weights"] else Count()
-    return proj + attn + out_proj + weights
+    # The weights averaged over the heads (a mean: one op per score).
+    weights = Count(elementwise_flops=bsz * heads * lq * lk * _per_element("mean")) \
+        if need_weights and b["average_attn_weights"] else Count()
+    return proj + scale_q + attn + out_proj + weights
+
+
+# -- sampling at computed positions ----------------------------------------------------------
+# torch's GridSamplerInterpolation numbering (aten/src/ATen/native/GridSamplerUtils.h).
+_GRID_MODES = {0: "bilinear", 1: "nearest", 2: "bicubic"}
+
+
+def _grid_sampler_2d(b: Mapping[str, Any], out: Any) -> Count:
+    """Interpolation per output element, positions and tap weights per grid location
+    (``formulas.grid_sample``)."""
+    key = "grid_sample_" + _GRID_MODES[int(b["interpolation_mode"])]
+    locations = _numel(b["grid"].shape[:-1])
+    return Count(elementwise_flops=_first(out).numel() * _per_element(key)
+                 + locations * _per_element(key + "_coords"))
+
+
+def _grid_sampler_2d_backward(b: Mapping[str, Any], out: Any) -> Count:
+    """The positions recomputed, then the input and grid gradients ``output_mask`` asks for."""
+    key = "grid_sample_" + _GRID_MODES[int(b["interpolation_mode"])]
+    outputs, locations = b["grad_output"].numel(), _numel(b["grid"].shape[:-1])
+    mask = list(b["output_mask"])
+    flops = locations * _per_element(key + "_coords_backward")
+    if mask[0]:
+        flops += outputs * _per_element(key + "_backward")
+    if mask[1]:
+        flops += outputs * _per_element(key + "_grid_backward") \
+            + locations * _per_element(key + "_grid_coords_backward")
+    return Count(elementwise_flops=flops)
+
+
+def _roi_samples(b: Mapping[str, Any]) -> int | None:
+    """Sample points per bin summed over the boxes. A positive ``sampling_ratio`` fixes them;
+    otherwise torchvision takes ``ceil(box size / bins)`` per axis and box, computed here as
+    its kernel does (roi_align_kernel.cpp, in the boxes' dtype); None on the meta device,
+    where the boxes have no values."""
+    rois, sr = b["rois"], int(b["sampling_ratio"])
+    if sr > 0:
+        return int(rois.shape[0]) * sr * sr
+    if rois.device.type == "meta":
+        return None
+    r = rois.detach()
+    scale, offset = float(b["spatial_scale"]), 0.5 if b["aligned"] else 0.0
+    width = (r[:, 3] * scale - offset) - (r[:, 1] * scale - offset)
+    height = (r[:, 4] * scale - offset) - (r[:, 2] * scale - offset)
+    if not b["aligned"]:
+        width, height = width.clamp(min=1.0), height.clamp(min=1.0)
+    grid_h = torch.ceil(height / int(b["pooled_height"])).clamp(min=0).to(torch.int64)
+    grid_w = torch.ceil(width / int(b["pooled_width"])).clamp(min=0).to(torch.int64)
+    return int((grid_h * grid_w).sum())
+
+
+def _roi_align(b: Mapping[str, Any], out: Any) -> Count | None:
+    """torchvision's RoI Align (``formulas.roi_align``): per output element and sample point
+    4 taps weighted and averaged, per sample point of each box its position and weights."""
+    samples = _roi_samples(b)
+    if samples is None:
+        return None
+    bins = int(b["pooled_height"]) * int(b["pooled_width"])
+    channels = int(b["input"].shape[1])
+    return Count(elementwise_flops=bins * samples * (channels * _per_element("roi_align")
+                                                     + _per_element("roi_align_coords")))
+
+
+def _roi_align_backward(b: Mapping[str, Any], out: Any) -> Count | None:
+    """Each output gradient divided by its bin's samples, scattered to the 4 taps of every
+    sample; the sample positions recomputed."""
+    samples = _roi_samples(b)
+    if samples is None:
+        return None
+    bins = int(b["pooled_height"]) * int(b["pooled_width"])
+    channels = int(b["channels"])
+    return Count(elementwise_flops=bins * samples * (
+        channels * _per_element("roi_align_backward") + _per_element("roi_align_coords_backward"))
+        + b["grad"].numel() * _per_element("scale"))
 
 
 # -- elementwise, reductions, norms, pooling -------------------------------------------------
@@ -457,6 +546,16 @@ _SPECIAL: dict[str, Handler] = {
     "_prelu_kernel_backward": _per_output("leaky_relu_backward"),
     "upsample_bilinear2d": _per_output("upsample_bilinear"),
     "upsample_bilinear2d_backward": _per_input("upsample_bilinear_backward", "grad_output"),
+    "upsample_bicubic2d": _per_output("upsample_bicubic"),
+    "upsample_bicubic2d_backward": _per_input("upsample_bicubic_backward", "grad_output"),
+    "grid_sampler_2d": _grid_sampler_2d, "grid_sampler_2d_backward": _grid_sampler_2d_backward,
+}
+
+# Ops of other namespaces, by qualified name. Their formula may return None when the count
+# needs values the tensors do not hold (on the meta device).
+_OTHER: dict[str, Callable[[Mapping[str, Any], Any], Count | None]] = {
+    "torchvision::roi_align": _roi_align,
+    "torchvision::_roi_align_backward": _roi_align_backward,
 }
 
 
@@ -491,18 +590,29 @@ def is_known(name: str) -> bool:
 
 def count_op(func: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any],
              out: Any) -> Count | None:
-    """The cost of one call of ``func`` (an aten OpOverload): arithmetic from its formula,
-    bytes from its arguments and results (views move none). None when the op is unknown."""
-    name = _base_name(func.overloadpacket.__name__)
-    if name in VIEWS:
-        return Count()
-    handler = _TABLE.get(name)
-    if handler is None and name not in NO_ARITHMETIC:
-        return None
+    """The cost of one call of ``func`` (an OpOverload: aten, or another namespace's op with
+    a formula here, such as ``torchvision::roi_align``): arithmetic from its formula, bytes
+    from its arguments and results (views move none). None when the op is unknown, or when
+    its count depends on values the tensors do not hold."""
+    c: Count | None
+    if func.namespace != "aten":
+        other = _OTHER.get(f"{func.namespace}::{func.overloadpacket.__name__}")
+        if other is None:
+            return None
+        c = other(_bind(func, args, kwargs), out)
+        if c is None:
+            return None
+    else:
+        name = _base_name(func.overloadpacket.__name__)
+        if name in VIEWS:
+            return Count()
+        handler = _TABLE.get(name)
+        if handler is None and name not in NO_ARITHMETIC:
+            return None
+        c = handler(_bind(func, args, kwargs), out) if handler is not None else None
     read, written = _io_bytes(list(args) + list(kwargs.values()), out)
-    if handler is None:
+    if c is None:
         return Count(bytes_read=read, bytes_written=written)
-    c = handler(_bind(func, args, kwargs), out)
     if c.bytes:   # the formula knows the traffic better than the arguments' sizes
         return c
     return Count(c.macs, c.elementwise_flops, read, written)

@@ -3,13 +3,15 @@ the model under a TorchDispatchMode and hand every op that reaches the dispatche
 autograd) to a consumer as an ``OpEvent``, with the module it belongs to and its pass.
 
 Owns the mode, the module hooks and the attribution of ops to modules, forward and
-backward. What a consumer does with an op (the FLOP count of :mod:`.analyzer`, a timing) is
-not here. Imports torch: load it only on demand.
+backward, and the one translation of the meta device's failures (an op that needs tensor
+values) into :class:`MetaDeviceUnsupported`. What a consumer does with an op (the FLOP count
+of :mod:`.analyzer`, a timing) is not here. Imports torch: load it only on demand.
 """
 
 from __future__ import annotations
 
 import contextlib
+import re
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Literal, Mapping
@@ -18,7 +20,10 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
-__all__ = ["Dispatcher", "Modules", "OpEvent", "Phase", "shapes", "tensors"]
+from ..errors import FastbenchError
+
+__all__ = ["Dispatcher", "MetaDeviceUnsupported", "Modules", "OpEvent", "Phase", "meta_guard",
+           "shapes", "tensors"]
 
 Phase = Literal["forward", "backward"]
 Shape = tuple[int, ...]
@@ -33,6 +38,89 @@ def tensors(tree: Any) -> list[torch.Tensor]:
 def shapes(tree: Any) -> tuple[Shape, ...]:
     """The shape of each tensor in ``tree``, in order."""
     return tuple(tuple(int(s) for s in t.shape) for t in tensors(tree))
+
+
+# -- the meta device's limits ---------------------------------------------------------------
+class MetaDeviceUnsupported(FastbenchError, NotImplementedError):
+    """The meta device cannot run an op: the op needs tensor values (its output shape depends
+    on them, or it reads them), which meta tensors do not hold. ``op`` names it
+    ("aten::nonzero") and ``reason`` says why; the message says what to do. A
+    NotImplementedError, as torch's own error was."""
+
+    def __init__(self, message: str, op: str = "", reason: str = "") -> None:
+        super().__init__(message)
+        self.op = op
+        self.reason = reason
+
+
+# torch's messages when a meta tensor is asked for its values ("Tensor.item() cannot be called
+# on meta tensors", "Cannot copy out of meta tensor; no data!").
+_NO_VALUES = re.compile(r"meta tensor", re.IGNORECASE)
+_COPIES = frozenset({"_to_copy", "copy_", "_copy_from", "_copy_from_and_resize", "to"})
+
+_META_ADVICE = ("Analyse with real tensors instead: build the model and its inputs on "
+                "device='cpu' (a small input keeps it quick).")
+
+
+def _on_meta(args: Any, kwargs: Any) -> bool:
+    return any(t.device.type == "meta" for t in tensors((args, kwargs)))
+
+
+def _meta_reason(func: Any) -> str:
+    """Why the meta device cannot run ``func``, from the op's tags."""
+    tags = set(getattr(func, "tags", ()))
+    if torch.Tag.dynamic_output_shape in tags:
+        return "has an output shape that depends on tensor values"
+    if torch.Tag.data_dependent_output in tags:
+        return "reads tensor values (Tensor.item(), int(), bool() or an `if` on a tensor)"
+    if func.overloadpacket.__name__ in _COPIES:
+        return "copies tensor values off the meta device (.cpu(), .tolist(), .to())"
+    return "needs tensor values or has no meta-device implementation"
+
+
+def _meta_failure(func: Any, args: Any, kwargs: Any,
+                  error: BaseException) -> MetaDeviceUnsupported | None:
+    """The project's error for ``error``, raised by ``func`` on meta tensors because the meta
+    device holds no values; None for any other failure (a shape error stays torch's)."""
+    if isinstance(error, MetaDeviceUnsupported) or not _on_meta(args, kwargs):
+        return None
+    tags = set(getattr(func, "tags", ()))
+    value_bound = torch.Tag.dynamic_output_shape in tags or torch.Tag.data_dependent_output in tags
+    if not (isinstance(error, NotImplementedError) or value_bound
+            or _NO_VALUES.search(str(error))):
+        return None
+    op = f"{func.namespace}::{func.overloadpacket.__name__}"
+    reason = _meta_reason(func)
+    return MetaDeviceUnsupported(
+        f"{op} {reason}, and the meta device holds shapes but no values. {_META_ADVICE}",
+        op, reason)
+
+
+def _call(func: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Any:
+    """``func(*args, **kwargs)``, where a meta-device failure for want of values becomes
+    MetaDeviceUnsupported (a NotImplementedError, so a RuntimeError still, as torch's was)."""
+    try:
+        return func(*args, **kwargs)
+    except (NotImplementedError, RuntimeError) as e:
+        failure = _meta_failure(func, args, kwargs, e)
+        if failure is None:
+            raise
+        raise failure from e
+
+
+class _MetaGuard(TorchDispatchMode):  # type: ignore[misc]
+    """Runs every op unchanged; a meta-device failure becomes MetaDeviceUnsupported."""
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: tuple[Any, ...] = (),
+                           kwargs: Mapping[str, Any] | None = None) -> Any:
+        return _call(func, args, kwargs or {})
+
+
+def meta_guard() -> contextlib.AbstractContextManager[Any]:
+    """A block in which an op the meta device cannot run (``nonzero``, ``.item()``) raises
+    :class:`MetaDeviceUnsupported` naming it, instead of torch's bare error. For code that runs
+    on the meta device outside :class:`Dispatcher`, such as building a model."""
+    return _MetaGuard()
 
 
 @dataclass(frozen=True)
@@ -157,7 +245,8 @@ class Modules:
 
 class _Mode(TorchDispatchMode):  # type: ignore[misc]
     """Sees every op below autograd and hands it on once it has run. Ops the consumer wants
-    in pieces are decomposed first (their pieces then come through here one by one)."""
+    in pieces are decomposed first (their pieces then come through here one by one). An op
+    the meta device cannot run raises MetaDeviceUnsupported."""
 
     def __init__(self, deliver: Callable[[Any, tuple[Any, ...], Mapping[str, Any], Any], None],
                  decompose: Callable[[Any], bool] | None) -> None:
@@ -173,7 +262,7 @@ class _Mode(TorchDispatchMode):  # type: ignore[misc]
                 r = func.decompose(*args, **kwargs)
             if r is not NotImplemented:
                 return r
-        out = func(*args, **kwargs)
+        out = _call(func, args, kwargs)
         self._deliver(func, args, kwargs, out)
         return out
 
@@ -191,6 +280,12 @@ class Dispatcher:
         Whether to split an op into the ops of its decomposition (for composites a
         consumer has no rule for) instead of delivering it whole; by default never. Under
         ``inference_mode`` composites such as ``linear`` reach the dispatcher whole.
+
+    Raises
+    ------
+    MetaDeviceUnsupported
+        From a run on the meta device, at an op that needs tensor values (``nonzero``,
+        boolean-mask indexing, ``.item()``): the message names the op and what to do.
 
     Examples
     --------

@@ -7,6 +7,7 @@ Imports torch when called.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 import sys
@@ -67,10 +68,30 @@ def parse_shape(text: str) -> tuple[int, ...]:
 
 def build_model(factory: Any, device: str, kwargs: dict[str, Any]) -> Any:
     """``factory(**kwargs)`` with every tensor it creates on ``device`` (torch's device
-    context), so ``device="meta"`` allocates nothing."""
+    context), so ``device="meta"`` allocates nothing.
+
+    Raises
+    ------
+    MetaDeviceUnsupported
+        On the meta device, the construction needs tensor values (RegNet computes its widths
+        with tensors and reads them with ``.item()``): the message names the op; build on
+        ``device="cpu"`` instead.
+    TypeError
+        The factory returned something other than an ``nn.Module``.
+    """
     import torch
-    with torch.device(device):
-        model = factory(**kwargs)
+
+    from .dispatch import MetaDeviceUnsupported, meta_guard
+    guard = meta_guard() if torch.device(device).type == "meta" else contextlib.nullcontext()
+    try:
+        with torch.device(device), guard:
+            model = factory(**kwargs)
+    except MetaDeviceUnsupported as e:
+        name = getattr(factory, "__qualname__", None) or repr(factory)
+        raise MetaDeviceUnsupported(
+            f"building the model with {name} on the meta device failed: {e.op} {e.reason}, and "
+            "the meta device holds shapes but no values. Build it on device='cpu' instead.",
+            e.op, e.reason) from e
     if not isinstance(model, torch.nn.Module):
         raise TypeError(f"the factory returned {type(model).__name__}, not a torch.nn.Module")
     return model
