@@ -7,9 +7,11 @@ amount of fresh memory, CPU time of a command that burns a known amount of it.
 from __future__ import annotations
 
 import json
+import signal
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -146,3 +148,81 @@ def test_cli_simulate_adds_labelled_simulated_counts(tmp_path: Path) -> None:
     assert instructions > 1000  # true runs the dynamic loader and libc start-up
     loaded = fastbench.load(out)
     assert isinstance(loaded, StatResult) and loaded.simulated is not None
+
+
+@pytest.mark.parametrize(("signal_name", "status"), [("SIGKILL", 137), ("SIGSEGV", 139)])
+def test_cli_reports_a_child_killed_by_a_signal_as_128_plus_the_signal(
+        signal_name: str, status: int) -> None:
+    # No core file: the child lowers its own core limit before it kills itself.
+    suicide = ("import os, resource, signal; resource.setrlimit(resource.RLIMIT_CORE, (0, 0)); "
+               f"os.kill(os.getpid(), signal.{signal_name})")
+    r = _cli("-r", "1", "-e", "task-clock", "--", PY, "-c", suicide)
+    assert r.returncode == status, r.stderr
+    assert f"killed by {signal_name}" in r.stdout
+    result = stat_command([PY, "-c", suicide], ["task-clock"], repeat=1)
+    assert result.returncodes == (-getattr(signal, signal_name),)  # subprocess's convention
+
+
+_INTERRUPTED_STAT = """
+import os, sys, time
+from fastbench.counters.command import stat_command
+pidfile = sys.argv[1]
+try:
+    stat_command(["sh", "-c", f"echo $$ > {pidfile}; exec sleep 30"], ["task-clock"], repeat=1)
+except KeyboardInterrupt:
+    pid = int(open(pidfile).read())
+    # Wait until the child has died: then it is either reaped (gone) or a zombie (Z).
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                state = next(ln.split()[1] for ln in f if ln.startswith("State:"))
+        except FileNotFoundError:
+            state = "gone"
+        if state in ("Z", "gone") or time.monotonic() > deadline:
+            break
+        time.sleep(0.01)
+    print(state)
+"""
+
+
+def test_interrupted_stat_reaps_its_child(tmp_path: Path) -> None:
+    # SIGINT goes to fastbench alone (not to the process group), as when the command
+    # ignores Ctrl-C: fastbench must kill the command and wait for it, leaving no zombie.
+    pidfile = tmp_path / "pid"
+    proc = subprocess.Popen([PY, "-c", _INTERRUPTED_STAT, str(pidfile)], stdout=subprocess.PIPE,
+                            text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not pidfile.exists() or not pidfile.read_text().endswith("\n"):
+            assert time.monotonic() < deadline and proc.poll() is None, "the command never started"
+            time.sleep(0.01)
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert out.strip() == "gone"
+
+
+def test_cli_interrupted_stat_exits_130_and_reaps_its_child(tmp_path: Path) -> None:
+    pidfile = tmp_path / "pid"
+    proc = subprocess.Popen([PY, "-m", "fastbench", "stat", "-r", "1", "-e", "task-clock", "--",
+                             "sh", "-c", f"echo $$ > {pidfile}; exec sleep 30"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not pidfile.exists() or not pidfile.read_text().endswith("\n"):
+            assert time.monotonic() < deadline and proc.poll() is None, "the command never started"
+            time.sleep(0.01)
+        child = int(pidfile.read_text())
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert proc.returncode == 130 and "interrupted" in err
+    # fastbench has exited: a child it left unreaped would now be an orphan (a zombie under an
+    # init that does not reap, or still sleeping if never killed).
+    assert not Path(f"/proc/{child}").exists() or \
+        "State:\tZ" not in Path(f"/proc/{child}/status").read_text()

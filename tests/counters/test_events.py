@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import errno
+import os
+import subprocess
 import sys
 
 import time
@@ -133,3 +135,53 @@ def test_result_before_the_block_ends_is_an_error() -> None:
     c = fastbench.counters.count(["task-clock"])
     with pytest.raises(RuntimeError):
         _ = c.result
+
+
+_SOFTWARE = ["task-clock", "page-faults", "context-switches"]
+
+
+def _open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+@linux_only
+def test_finished_count_closes_its_perf_descriptors() -> None:
+    with fastbench.counters.count(_SOFTWARE, missing="skip") as first:  # calibrates the set
+        pass
+    if first.skipped:
+        pytest.skip(str(first.skipped))
+    before = _open_fds()
+    kept = []
+    for _ in range(50):
+        with fastbench.counters.count(_SOFTWARE) as c:
+            _core.spin(1e4)
+        kept.append(c)
+    # Each open group holds at least one descriptor per event (150 here): a finished one none.
+    assert _open_fds() - before <= 3
+    assert all(set(k.values) == set(_SOFTWARE) for k in kept)  # the results stay readable
+
+
+_MANY_KEPT = """
+import resource, sys
+import fastbench
+resource.setrlimit(resource.RLIMIT_NOFILE, (64, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+kept = []
+for _ in range(400):
+    with fastbench.counters.count(%r) as c:
+        pass
+    kept.append(c)
+print(len(kept), sorted(kept[-1].values))
+""" % (_SOFTWARE,)
+
+
+@linux_only
+def test_kept_count_results_do_not_exhaust_file_descriptors() -> None:
+    with fastbench.counters.count(_SOFTWARE, missing="skip") as probe:
+        pass
+    if probe.skipped:
+        pytest.skip(str(probe.skipped))
+    # 64 descriptors: the 20th kept result would fail with EMFILE if each kept its group open.
+    r = subprocess.run([sys.executable, "-c", _MANY_KEPT], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split()[0] == "400"

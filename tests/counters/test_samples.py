@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import mmap
+import time
 
 import pytest
 
@@ -28,15 +29,22 @@ def touch_fresh_pages(pages: int = 16) -> None:
             region[offset] = 1
 
 
+def spin_cpu_time(ns: int = 20_000) -> None:
+    """Busy-wait until this thread has used ``ns`` of CPU time: a known amount of the
+    quantity task-clock counts, whatever share of a core the thread gets (a wall-clock spin
+    gets less CPU time while the thread waits for a busy core)."""
+    t0 = time.thread_time_ns()
+    while time.thread_time_ns() - t0 < ns:
+        _core.spin(2_000.0)
+
+
 def test_task_clock_per_call_matches_a_known_spin() -> None:
-    truth = _core.spin_duration_ns(20_000.0)
-    m = fastbench.measure(_core.make_spin(20_000.0), counters=["task-clock"], **QUICK)
+    m = fastbench.measure(spin_cpu_time, counters=["task-clock"], **QUICK)
     assert m.counters is not None
     per_call = m.counters.per_call["task-clock"]
-    # task-clock is the thread's CPU time: the spin's wall duration, less whatever time the
-    # thread was preempted (a busy 2-core machine can take a third of it) and never more.
-    # The spin's own timing is the TSC's, so `truth` only moves up under load.
-    assert 0.6 * 20_000.0 <= per_call <= 1.1 * max(truth, m.median_ns)
+    # Each call uses at least 20 µs of CPU time, and at most that plus one 2 µs spin and the
+    # thread-time reads around it (a system call each, about 1.5 µs here).
+    assert 0.9 * 20_000.0 <= per_call <= 1.6 * 20_000.0
     assert len(m.counters.per_sample["task-clock"]) == QUICK["repeat"]
     assert m.counters.running_fraction["task-clock"] == 1.0 and not m.counters.scaled
 
@@ -53,7 +61,11 @@ def test_page_faults_per_call_match_the_pages_touched() -> None:
 def test_timed_samples_are_the_same_with_and_without_counters() -> None:
     m = fastbench.measure(_core.make_spin(5_000.0), counters=["task-clock"], **QUICK)
     assert m.n == QUICK["repeat"]  # counted samples are extra, not mixed into the timing
-    assert m.median_ns == pytest.approx(_core.spin_duration_ns(5_000.0), rel=0.05)
+    # Wall-clock figures on a shared machine only grow when the thread is preempted (a
+    # median of 14.3 µs against a 1000-spin mean of 9.1 µs was seen for this 5 µs spin under
+    # load): compare the fastest sample with the fastest short runs of the spin alone.
+    truth = min(_core.spin_duration_ns(5_000.0, reps=5) for _ in range(10))
+    assert min(m.samples_ns) == pytest.approx(truth, rel=0.05)
 
 
 def test_unavailable_event_raises_before_measuring_or_is_skipped() -> None:

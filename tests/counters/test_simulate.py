@@ -8,6 +8,7 @@ Real runs need valgrind and skip without it; each costs a Python start-up under 
 from __future__ import annotations
 
 import functools
+import os
 import shutil
 import sys
 import threading
@@ -27,6 +28,7 @@ from fastbench.counters.simulation import (
     geometry_problem,
     simulate,
 )
+from fastbench.counters.simulation.target import script_shebang
 from fastbench.errors import FastbenchError
 
 NO_VALGRIND = "valgrind is not installed (apt install valgrind); simulated counters need it"
@@ -234,3 +236,37 @@ def test_save_load_round_trip(python_pass: SimulatedCounts, tmp_path: Path) -> N
     assert isinstance(loaded, SimulatedCounts) and loaded == python_pass
     assert str(loaded).splitlines()[0] == "simulated by valgrind cachegrind (not hardware counts)"
     assert loaded.to_dict()["label"] == python_pass.label
+
+
+def _shim(directory: Path) -> Path:
+    """A ``python`` on PATH that is a shell script exec'ing the real interpreter, as pyenv's
+    shims and virtualenv wrappers are."""
+    shim = directory / "python"
+    shim.write_text(f"#!/bin/sh\nexec {sys.executable} \"$@\"\n")
+    shim.chmod(0o755)
+    return shim
+
+
+def test_a_script_program_is_told_apart_from_a_binary(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    shim = _shim(tmp_path)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ.get('PATH', '')}")
+    assert script_shebang("python") == (str(shim), "#!/bin/sh")  # found on PATH
+    assert script_shebang(str(shim)) == (str(shim), "#!/bin/sh")
+    assert script_shebang(sys.executable) is None  # an ELF binary
+    assert script_shebang("no-such-program-here") is None
+
+
+@pytest.mark.slow  # a real valgrind run: seconds
+@needs_valgrind
+def test_a_python_shim_script_is_followed_to_the_interpreter(
+        python_pass: SimulatedCounts, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    shim = _shim(tmp_path)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ.get('PATH', '')}")
+    r = simulate(["python", "-c", "pass"])
+    # The shell's exec is followed: the counts are the interpreter's, those of running it
+    # directly (start-up repeats to within a few hundred instructions of 4e7).
+    assert r.events["Ir"] == pytest.approx(python_pass.events["Ir"], rel=0.01)
+    assert "--trace-children=yes" in r.command
+    note = next(n for n in r.notes if "is a script" in n)
+    assert str(shim) in note and f"{sys.executable} -c pass" in note

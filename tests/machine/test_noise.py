@@ -5,6 +5,7 @@ structure-only smoke test on the real machine.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -174,10 +175,13 @@ def test_check_turbo(no_turbo: str | None, boost: str | None, status: str, value
     ("load1", "cores", "status"),
     [
         (0.1, 2, "ok"),
-        (2.0, 2, "ok"),  # threshold 1 + 0.5 * 2 = 2.0 is not exceeded
+        (0.5, 2, "ok"),  # threshold 0.25 * 2 = 0.5 is not exceeded
+        (0.6, 2, "warn"),
         (2.5, 2, "warn"),
-        (20.0, 64, "ok"),
-        (40.0, 64, "warn"),
+        (0.2, 1, "ok"),
+        (0.3, 1, "warn"),
+        (16.0, 64, "ok"),
+        (20.0, 64, "warn"),
         (None, 4, "unknown"),
     ],
 )
@@ -188,6 +192,38 @@ def test_check_load(load1: float | None, cores: int, status: str) -> None:
         assert "compete" in check.advice
     if load1 is not None:
         assert f"{load1:.2f}" in check.value and f"{cores} logical" in check.value
+
+
+def test_check_load_warns_well_before_every_core_is_busy() -> None:
+    # 1.95 on 2 CPUs: another process keeps nearly a whole core busy; any benchmark on this
+    # machine shares the cores with it.
+    busy = machine.check_load(1.95, 2)
+    assert busy.status == "warn" and "compete" in busy.advice
+    assert machine.check_load(1.0, 2).status == "warn"  # half the machine busy
+    assert machine.check_load(1.5, 8).status == "ok"  # under a quarter of 8 CPUs
+
+
+@pytest.mark.parametrize(
+    ("load1", "own", "status"),
+    [
+        (1.2, 1.0, "ok"),    # the measurement's own thread, plus 0.2 of others
+        (1.6, 1.0, "warn"),  # 0.6 of others on 2 CPUs
+        (0.5, 3.0, "ok"),    # own bound above the load: nothing is left to the others
+    ],
+)
+def test_check_load_leaves_out_the_checking_process_own_load(load1: float, own: float,
+                                                             status: str) -> None:
+    check = machine.check_load(load1, 2, own_load=own)
+    assert check.status == status
+    assert f"up to {min(own, load1):.2f} of it this process's own" in check.value
+
+
+def test_own_load_is_cpu_seconds_over_the_time_constant(monkeypatch: pytest.MonkeyPatch) -> None:
+    times = [os.times_result((12.0, 3.0, 4.5, 1.5, 0.0))]
+    monkeypatch.setattr(noise.os, "times", lambda: times[0])
+    assert noise._own_load(4) == pytest.approx((12.0 + 3.0 + 4.5 + 1.5) / 60.0)
+    times[0] = os.times_result((600.0, 0.0, 0.0, 0.0, 0.0))
+    assert noise._own_load(4) == 4.0  # never more than every core
 
 
 @pytest.mark.parametrize(

@@ -160,3 +160,114 @@ def test_real_quick_calibration_is_ordered(tmp_path: Path, monkeypatch: pytest.M
     assert "compute ceilings" in text
     for nbytes, gbs, level in r.sweep:  # every working set measured is printed with its level
         assert any(line.strip().startswith(level) and f"{gbs:,.0f}" in line for line in r.lines())
+
+
+def _fma_f32_readings(monkeypatch: pytest.MonkeyPatch, readings: list[float],
+                      calls: list[str]) -> list[float]:
+    """The known figures of _fake_calibration, except that the float32 FMA peak reads
+    ``readings`` in turn (the last one repeated); returns the readings handed out."""
+    _fake_calibration(monkeypatch, calls)
+    fake_peak = kernels.peak_flops
+    given: list[float] = []
+
+    def peak(dtype: str, threads: int | None = None, *, add_mix: bool = False,
+             min_time_s: float = 0.1) -> kernels.PeakResult:
+        r = fake_peak(dtype, threads, add_mix=add_mix, min_time_s=min_time_s)
+        if dtype != "float32" or add_mix:
+            return r
+        gflops = readings[min(len(given), len(readings) - 1)]
+        given.append(gflops)
+        return kernels.PeakResult(dtype, r.isa, add_mix, r.threads, gflops * 1e9, r.core_hz,
+                                  r.flops_per_cycle, r.expected_flops_per_cycle, r.seconds)
+
+    monkeypatch.setattr(kernels, "peak_flops", peak)
+    return given
+
+
+def test_a_ceiling_is_read_until_two_readings_agree(monkeypatch: pytest.MonkeyPatch,
+                                                    tmp_path: Path) -> None:
+    monkeypatch.setenv("FASTBENCH_CACHE_DIR", str(tmp_path))
+    calls: list[str] = []
+    # 100 and 140 differ by 29%; 138 agrees with 140 within 5%: settled at the larger.
+    given = _fma_f32_readings(monkeypatch, [100.0, 140.0, 138.0, 60.0], calls)
+    r = roofline.calibrate(threads=2, quick=True, progress=False)
+    assert given == [100.0, 140.0, 138.0]
+    assert r.compute["fma float32"] == pytest.approx(140.0)
+    assert r.settled and r.warnings == ()
+    # Settled: cached and reused.
+    n = len(calls)
+    assert roofline.calibrate(threads=2, quick=True, progress=False) == r and len(calls) == n
+    assert calibration.AGREE_WITHIN == 0.05 and calibration.MAX_READINGS == 5
+
+
+def test_a_ceiling_that_never_settles_is_warned_about_and_not_reused(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("FASTBENCH_CACHE_DIR", str(tmp_path))
+    calls: list[str] = []
+    noisy = [205.0, 153.0, 142.0, 276.0, 180.0]  # no two within 5% of each other
+    given = _fma_f32_readings(monkeypatch, noisy, calls)
+    r = roofline.calibrate(threads=2, quick=True, progress=False)
+    assert given == noisy  # MAX_READINGS readings, no more
+    assert r.compute["fma float32"] == pytest.approx(276.0)  # the highest
+    assert not r.settled and len(r.warnings) == 1
+    warning = r.warnings[0]
+    assert warning.startswith("fma float32: 5 readings (205.0, 153.0, 142.0, 276.0, 180.0 GFLOP/s)")
+    assert "never agreed within 5%" in warning and any("warning: fma float32" in ln
+                                                       for ln in r.lines())
+    # Stored with its warning, but measured again rather than reused.
+    path = roofline.cache_path(2, roofline.DTYPES, True)
+    assert json.loads(path.read_text())["roofline"]["warnings"] == [str(warning)]
+    n = len(calls)
+    again = roofline.calibrate(threads=2, quick=True, progress=False)
+    assert len(calls) > n
+    assert any("never settled; measured afresh" in note for note in again.notes)
+
+
+def test_a_deeply_nested_cache_file_is_measured_over(monkeypatch: pytest.MonkeyPatch,
+                                                     tmp_path: Path) -> None:
+    monkeypatch.setenv("FASTBENCH_CACHE_DIR", str(tmp_path))
+    calls: list[str] = []
+    _fake_calibration(monkeypatch, calls)
+    path = roofline.cache_path(1, roofline.DTYPES, True)
+    path.write_text("[" * 100_000 + "]" * 100_000)
+    r = roofline.calibrate(threads=1, quick=True, progress=False)
+    assert calls and r.compute["fma float32"] == pytest.approx(100.0)
+    assert any(str(path) in n and "RecursionError" in n and "measured afresh" in n
+               for n in r.notes)
+    assert json.loads(path.read_text())["cache_version"] == roofline.CACHE_VERSION
+
+
+@pytest.mark.parametrize("roof", [
+    {"compute": {"fma float32": 1e999}, "memory": {"DRAM": 10.0}},      # infinite ceiling
+    {"compute": {"fma float32": 100.0}, "memory": {"DRAM": -10.0}},     # negative ceiling
+    {"compute": [1, 2], "memory": {"DRAM": 10.0}},                      # not a mapping
+    {"compute": {"fma float32": 100.0}, "memory": {"DRAM": 10.0}, "threads": 1e999},
+])
+def test_a_cache_with_impossible_ceilings_is_measured_over(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, roof: dict[str, Any]) -> None:
+    monkeypatch.setenv("FASTBENCH_CACHE_DIR", str(tmp_path))
+    calls: list[str] = []
+    _fake_calibration(monkeypatch, calls)
+    good = roofline.calibrate(threads=1, quick=True, progress=False)
+    path = roofline.cache_path(1, roofline.DTYPES, True)
+    data = json.loads(path.read_text())
+    data["roofline"].update({"threads": 1, **roof})
+    path.write_text(json.dumps(data).replace("Infinity", "1e999"))
+    n = len(calls)
+    r = roofline.calibrate(threads=1, quick=True, progress=False)
+    assert len(calls) > n and r.compute == good.compute
+    assert any("unreadable" in note and "measured afresh" in note for note in r.notes)
+
+
+def test_place_without_a_roofline_calibrates_on_the_workload_threads(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[int | None] = []
+
+    def fake_calibrate(threads: int | None = None, **_: Any) -> roofline.Roofline:
+        seen.append(threads)
+        return roofline.Roofline({"fma float32": 100.0}, {"DRAM": 10.0}, threads or 2, True,
+                                 {"cpu_model": "synthetic"})
+
+    monkeypatch.setattr(calibration, "calibrate", fake_calibrate)
+    p = roofline.place(flops=1e9, bytes=1e9, seconds=1.0, threads=1)
+    assert seen == [1] and p.threads == 1 and p.roofline_threads == 1 and p.warnings == ()

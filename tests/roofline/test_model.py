@@ -4,6 +4,8 @@ synthetic roofline, its text and its results-file round trip."""
 from __future__ import annotations
 
 import math
+import sys
+import types
 from pathlib import Path
 from typing import Any
 
@@ -110,3 +112,66 @@ def test_results_file_round_trip(tmp_path: Path, synthetic: Roofline) -> None:
     assert fastbench.load(path) == r
     with pytest.raises(ValueError, match="not a roofline"):
         Roofline.from_dict({"compute": {}})
+
+
+def test_placement_warns_when_the_workload_ran_on_other_threads(synthetic: Roofline) -> None:
+    one = synthetic.place(flops=2e9, bytes=24e9, seconds=1.2, threads=1)  # the roof: 2 threads
+    assert (one.threads, one.roofline_threads) == (1, 2)
+    assert len(one.warnings) == 1 and one.warnings[0].code == "threads-differ"
+    assert "ran on 1 thread but the roofline was calibrated on 2" in one.warnings[0]
+    assert "calibrate(threads=1)" in one.warnings[0]
+    assert f"  warning: {one.warnings[0]}" in one.lines()
+    same = synthetic.place(flops=2e9, bytes=24e9, seconds=1.2, threads=2)
+    assert same.warnings == () and not any("warning" in ln for ln in same.lines())
+    # The figures themselves do not change: only the warning says the roof does not fit.
+    assert one.attainable_gflops == same.attainable_gflops
+    with pytest.raises(ValueError, match="threads"):
+        synthetic.place(flops=1.0, bytes=1.0, seconds=1.0, threads=0)
+
+
+def test_placement_takes_pytorch_threads_when_torch_is_imported(
+        synthetic: Roofline, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A stand-in for torch after torch.set_num_threads(1): a model measured on one thread.
+    monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(get_num_threads=lambda: 1))
+    p = synthetic.place(flops=2e9, bytes=24e9, seconds=1.2)
+    assert p.threads == 1 and p.warnings and "ran on 1 thread" in p.warnings[0]
+    assert synthetic.place(flops=2e9, bytes=24e9, seconds=1.2, threads=2).warnings == ()
+    monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(get_num_threads=lambda: 2))
+    assert synthetic.place(flops=2e9, bytes=24e9, seconds=1.2).warnings == ()
+
+
+def test_placement_without_torch_or_threads_has_no_thread_warning(
+        synthetic: Roofline, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delitem(sys.modules, "torch", raising=False)
+    p = synthetic.place(flops=2e9, bytes=24e9, seconds=1.2)
+    assert p.threads is None and p.warnings == ()
+
+
+def test_model_placement_lines_warn_when_the_threads_differ(synthetic: Roofline) -> None:
+    from fastbench.analysis import ModulePlacement
+    from fastbench.report.placement import analysis_placement_lines
+
+    class Analysis:  # a model analysis with one module, placed as ModelAnalysis.place_on does
+        def place_on(self, roof: Roofline, *, level: str, max_depth: int | None
+                     ) -> list[ModulePlacement]:
+            return [ModulePlacement("", "Linear", 100, 10, 10.0, 50.0, "compute-bound", 2e-9)]
+
+    warned = analysis_placement_lines(Analysis(), synthetic, threads=1)  # type: ignore[arg-type]
+    assert warned[-1].startswith("  warning: the workload ran on 1 thread but the roofline")
+    plain = analysis_placement_lines(Analysis(), synthetic, threads=2)  # type: ignore[arg-type]
+    assert plain == warned[:-1] and any("Linear" in ln for ln in plain)
+
+
+def test_roofline_warnings_round_trip_and_settled(tmp_path: Path, synthetic: Roofline) -> None:
+    from dataclasses import replace
+
+    from fastbench.report.warnings import WarningRecord
+
+    noisy = replace(synthetic, warnings=(WarningRecord("fma float32: readings disagree",
+                                                       "unsettled-ceiling"),))
+    assert synthetic.settled and not noisy.settled
+    path = tmp_path / "noisy.json"
+    fastbench.save(noisy, path)
+    loaded = fastbench.load(path)
+    assert loaded == noisy and loaded.warnings[0].code == "unsettled-ceiling"
+    assert "  warning: fma float32: readings disagree" in loaded.lines()

@@ -1,13 +1,18 @@
 """Tests for fastbench.timing.sampling: the run samples on while interference phases hold most
 of ``duration_s``, until quiet phases fill half of it, three durations have passed or the
 budget ends; a quiet run is not extended. A fake target supplies samples of known duration.
+The warmup ends with the time budget, and counts beyond 2**40 are refused before any run.
 """
 
 from __future__ import annotations
 
+import time
+
+import numpy as np
 import pytest
 
-from fastbench.timing.config import run_config
+import fastbench
+from fastbench.timing.config import MAX_COUNT, run_config
 from fastbench.timing.sampling import _wait_out_interference
 
 
@@ -63,3 +68,51 @@ def test_sampling_stops_at_three_durations_or_the_budget() -> None:
 def test_a_quiet_run_is_not_extended() -> None:
     _, elapsed, exhausted = _run(lambda i: 1000.0 + (i % 7), 1.0)
     assert elapsed == pytest.approx(1.0, abs=2e-4) and not exhausted
+
+
+# -- the warmup within the budget, counts within range -------------------------------------------
+def test_warmup_stops_when_the_time_budget_is_spent() -> None:
+    # A warmup of 10**12 samples would run for days; the budget must end it. The callable
+    # raises after 30 s so that a warmup ignoring the budget fails instead of hanging.
+    deadline = time.monotonic() + 30.0
+
+    def fn() -> None:
+        if time.monotonic() > deadline:
+            raise RuntimeError("the warmup ran past the time budget")
+
+    started = time.monotonic()
+    m = fastbench.measure(fn, warmup=10**12, repeat=5, duration_s=None, max_time_s=0.3,
+                          loops=100)
+    assert m.stop_reason == "max_time_s"
+    assert 1 <= len(m.warmup_samples_ns) < 10**12
+    assert len(m.samples_ns) >= 1
+    assert time.monotonic() - started < 30.0
+
+
+def test_warmup_within_the_budget_leaves_the_counted_samples_their_minimum() -> None:
+    m = fastbench.measure(lambda: None, warmup=3, repeat=4, duration_s=None, max_time_s=5.0,
+                          loops=10)
+    assert len(m.warmup_samples_ns) == 3 and len(m.samples_ns) == 4
+    assert m.stop_reason == "repeat"
+
+
+@pytest.mark.parametrize("name, value", [
+    ("loops", np.uint64(2**64 - 1)), ("loops", 2**40 + 1), ("repeat", 2**64),
+    ("warmup", 2**64), ("repeat", np.uint64(2**63)),
+])
+def test_counts_beyond_two_to_the_forty_name_the_argument_and_range(name: str,
+                                                                    value: object) -> None:
+    settings: dict[str, object] = {"warmup": 1, "repeat": 5, "loops": None}
+    settings[name] = value
+    with pytest.raises(ValueError, match=rf"{name} must be from \d+ to {MAX_COUNT}, got {value}"):
+        run_config(settings["warmup"], 1e-4, settings["repeat"], settings["loops"], "auto", True,
+                   None)
+    with pytest.raises(ValueError, match=rf"{name} must be from \d+ to {MAX_COUNT}"):
+        fastbench.measure(lambda: None, **settings)  # type: ignore[call-overload]
+    with pytest.raises(ValueError, match=rf"{name} must be from \d+ to {MAX_COUNT}"):
+        fastbench.timeit("pass", **settings)  # type: ignore[arg-type]
+
+
+def test_counts_at_two_to_the_forty_are_accepted() -> None:
+    cfg = run_config(MAX_COUNT, 1e-4, MAX_COUNT, np.uint64(MAX_COUNT), "auto", True, None)
+    assert cfg.warmup == cfg.repeat == cfg.loops == 2**40

@@ -1,6 +1,7 @@
 """`fastbench stat -- CMD`: count events over a command's runs, like ``perf stat``, with an
-optional valgrind simulation; exits with the command's status when a run fails and with
-EXIT_NOT_FOUND when the command does not exist.
+optional valgrind simulation; exits with the command's status when a run fails (128 + N
+when signal N killed it, as a shell does) and with EXIT_NOT_FOUND when the command does
+not exist.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import sys
 from dataclasses import replace
 
 from ..counters import simulate
-from ..counters.command import stat_command
+from ..counters.command import exit_status, stat_command
 from ..results import save
 from .output import out
 
@@ -49,4 +50,4 @@ def cmd_stat(args: argparse.Namespace) -> int:
         save(result, args.output)
         out(f"saved to {args.output}")
     failed = [rc for rc in result.returncodes if rc != 0]
-    return failed[-1] if failed else 0
+    return exit_status(failed[-1]) if failed else 0

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import shlex
+import signal
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -25,7 +26,7 @@ from .. import _core
 from ..stats import summarize
 from .events import CounterResult, CountersUnavailable, EventCount, check_events
 
-__all__ = ["DEFAULT_EVENTS", "EventStat", "StatResult", "stat_command"]
+__all__ = ["DEFAULT_EVENTS", "EventStat", "StatResult", "exit_status", "stat_command"]
 
 # perf stat's default set, in its order.
 DEFAULT_EVENTS = (
@@ -67,6 +68,8 @@ class StatResult:
     events: dict[str, EventStat]
     unavailable: dict[str, str]
     elapsed_s: tuple[float, ...]
+    # Per run, as subprocess gives it: the exit status, or -N when signal N killed the command
+    # (exit_status() turns that into the shell's 128 + N).
     returncodes: tuple[int, ...]
     read_path: str = "read"
     simulated: dict[str, Any] | None = field(default=None)
@@ -150,10 +153,30 @@ class StatResult:
         out += ["  User space only (perf_event_paranoid >= 2 allows no more): what the kernel does",
                 "  on the command's behalf, such as context switches and migrations, reads 0."]
         failed = [rc for rc in self.returncodes if rc != 0]
-        if failed:
-            out.append(f"  warning: the command exited non-zero in {len(failed)} of {self.repeat} "
-                       f"runs (exit codes {sorted(set(failed))})")
+        exits = sorted({rc for rc in failed if rc > 0})
+        kills = sorted({-rc for rc in failed if rc < 0})
+        if exits:
+            n = sum(1 for rc in failed if rc > 0)
+            out.append(f"  warning: the command exited non-zero in {n} of {self.repeat} "
+                       f"runs (exit codes {exits})")
+        if kills:
+            n = sum(1 for rc in failed if rc < 0)
+            names = ", ".join(map(_signal_name, kills))
+            out.append(f"  warning: the command was killed by {names} in {n} of {self.repeat} runs")
         return out
+
+
+def _signal_name(signum: int) -> str:
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
+
+
+def exit_status(returncode: int) -> int:
+    """A run's status as a shell reports it: the exit status, or 128 + N for a command
+    killed by signal N (``subprocess`` gives -N; ``sys.exit(-9)`` would exit with 247)."""
+    return 128 - returncode if returncode < 0 else returncode
 
 
 def _note(name: str, derived: Mapping[str, float]) -> str:
@@ -165,6 +188,28 @@ def _note(name: str, derived: Mapping[str, float]) -> str:
     }
     key, fmt = notes.get(name, ("", ""))
     return fmt.format(derived[key]) if key in derived else ""
+
+
+def _run(command: tuple[str, ...]) -> int:
+    """Run ``command`` to its end; its exit status (-N when signal N killed it).
+
+    Interrupted (Ctrl-C, or any exception while waiting), the command is killed and reaped
+    before the exception goes on: ``subprocess.run`` kills it but leaves the reaping to a
+    later Popen, so a zombie outlives the interrupt, and after fastbench exits, the orphan
+    stays a zombie under an init that never reaps (a container's, often).
+    """
+    proc = subprocess.Popen(command)
+    try:
+        return proc.wait()  # on Ctrl-C it first gives the command 0.25 s to exit by itself
+    except BaseException:
+        proc.kill()  # no-op if it has exited
+        while True:
+            try:
+                proc.wait()  # prompt after SIGKILL; a second Ctrl-C does not skip it
+                break
+            except KeyboardInterrupt:
+                continue
+        raise
 
 
 def _as_command(cmd: Sequence[str] | str) -> tuple[str, ...]:
@@ -193,8 +238,16 @@ def stat_command(
     progress : callable, optional
         Called as ``progress(done, repeat)`` after each run.
 
+    Returns
+    -------
+    StatResult
+        ``returncodes`` holds each run's exit status, or -N where signal N killed it
+        (``exit_status`` gives the shell's 128 + N).
+
     Raises
     ------
+    KeyboardInterrupt
+        On Ctrl-C, after the command has been killed and reaped (no zombie is left).
     FileNotFoundError
         The command does not exist.
     CountersUnavailable
@@ -221,12 +274,12 @@ def stat_command(
         group.start()
         t0 = time.perf_counter()
         try:
-            proc = subprocess.run(command, check=False)
+            returncode = _run(command)
         finally:
             wall = time.perf_counter() - t0
             group.stop()
         elapsed.append(wall)
-        codes.append(proc.returncode)
+        codes.append(returncode)
         read_path = group.read_path
         for r in group.read():
             if not r.available:

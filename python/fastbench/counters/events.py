@@ -196,9 +196,18 @@ class count:  # noqa: N801 - used as `with fastbench.counters.count([...]) as c:
         group = self._group
         if group is None:
             return
-        group.stop()
+        # The group is dropped once read, so its perf descriptors (one or more per event)
+        # close now rather than when this object dies: kept results would otherwise hold
+        # them, and a few hundred exhaust a 1024-descriptor limit (EMFILE).
+        self._group = None
+        try:
+            group.stop()
+            readings = group.read()
+            read_path, read_path_reason = group.read_path, group.read_path_reason
+        finally:
+            del group  # the last reference: the native destructor closes the descriptors
         counts, skipped = {}, {}
-        for r in group.read():
+        for r in readings:
             if not r.available or not r.counted:
                 skipped[r.name] = r.reason or "the kernel never scheduled the event (running time 0)"
                 continue
@@ -206,7 +215,7 @@ class count:  # noqa: N801 - used as `with fastbench.counters.count([...]) as c:
             value, _ = _core.subtract_overhead(r.value, overhead)
             counts[r.name] = EventCount(r.name, value, r.raw, r.time_enabled_ns,
                                         r.time_running_ns, r.running_fraction, r.scaled, overhead)
-        self._result = CounterResult(counts, skipped, group.read_path, self.calls, group.read_path_reason)
+        self._result = CounterResult(counts, skipped, read_path, self.calls, read_path_reason)
 
     @property
     def result(self) -> CounterResult:

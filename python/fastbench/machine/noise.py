@@ -360,14 +360,29 @@ def check_turbo(no_turbo: str | None, boost: str | None) -> NoiseCheck:
     return NoiseCheck(name, "not exposed (typical of VMs)", "unknown")
 
 
-# The benchmark's own thread counts as one runnable task, so allow one task plus half the
-# logical CPUs before warning: beyond that, other processes are likely to share a core or
-# at least the caches and memory bandwidth with the benchmark.
-_LOAD_PER_CORE_WARN = 0.5
+# Any other runnable task takes time from a benchmark: a benchmark that uses every core
+# (a threaded GEMM, the roofline calibration) loses its share outright, and one on a single
+# core still finds the others on its core (the scheduler balances load, not quiet) or on
+# its sibling hyperthread, and sharing the last-level cache, the memory bandwidth and the
+# power budget. Warn once the others keep more than a quarter of the logical CPUs busy on
+# average, far below the load that fills every core: 0.5 on 2 CPUs, 2 on 8, 16 on 64.
+_LOAD_PER_CORE_WARN = 0.25
+# The load average is the kernel's exponentially weighted mean of the runnable tasks, with a
+# 60 s time constant, so a second of this process's CPU time adds at most 1/60 to it.
+_LOAD_TIME_CONSTANT_S = 60.0
 
 
-def check_load(load1: float | None, logical_cores: int) -> NoiseCheck:
-    """Check that the machine is otherwise idle.
+def _own_load(logical_cores: int) -> float:
+    """At most what this process, and the children it has waited for, added to the 1-minute
+    load average: its CPU seconds / 60, no more than every core. Saving a result right after
+    a long measurement must not call the measurement's own thread another process."""
+    t = os.times()
+    cpu_s = t.user + t.system + t.children_user + t.children_system
+    return min(cpu_s / _LOAD_TIME_CONSTANT_S, float(logical_cores))
+
+
+def check_load(load1: float | None, logical_cores: int, own_load: float = 0.0) -> NoiseCheck:
+    """Check that no other process competes for the machine.
 
     Parameters
     ----------
@@ -375,24 +390,33 @@ def check_load(load1: float | None, logical_cores: int) -> NoiseCheck:
         1-minute load average (runnable plus uninterruptible tasks), None if unknown.
     logical_cores : int
         Logical CPUs.
+    own_load : float
+        How much of ``load1`` the checking process may have added itself (its recent CPU
+        time / 60 s at most); :func:`noise_checks` passes that bound.
 
     Returns
     -------
     NoiseCheck
-        "warn" when ``load1 > 1 + 0.5 * logical_cores``, "ok" below that, "unknown"
-        when ``load1`` is None.
+        "warn" when the others' load, ``load1 - own_load``, exceeds 0.25 per logical CPU
+        (0.5 on 2 CPUs): then other tasks keep a quarter of the machine busy and take time,
+        cache and memory bandwidth from a benchmark. "ok" below that, "unknown" when
+        ``load1`` is None.
     """
     name = "load"
     if load1 is None:
         return NoiseCheck(name, "no load average on this OS", "unknown")
+    own = min(max(own_load, 0.0), load1)
     value = f"{load1:.2f} (1 min) on {logical_cores} logical cores"
-    if load1 > 1.0 + _LOAD_PER_CORE_WARN * logical_cores:
+    if own >= 0.005:
+        value += f", up to {own:.2f} of it this process's own"
+    if load1 - own > _LOAD_PER_CORE_WARN * logical_cores:
         return NoiseCheck(
             name,
             value,
             "warn",
-            "other processes compete for the cores, caches and memory bandwidth; "
-            "stop them or pin the benchmark to an idle core",
+            "other processes compete for the cores, caches and memory bandwidth (more than "
+            f"{_LOAD_PER_CORE_WARN:g} runnable tasks per logical CPU on average); stop them, "
+            "or pin the benchmark to an idle core",
         )
     return NoiseCheck(name, value, "ok")
 
@@ -519,12 +543,13 @@ def noise_checks(root: Path = ROOT) -> list[NoiseCheck]:
         path_exists(root / ".dockerenv"),
         path_exists(root / "run/.containerenv"),
     )
+    logical = core_counts()[0]
     return [
         check_clocksource(current, available),
         check_virtualization(hypervisor, container, hypervisor_flag),
         check_governor(_governors(root)),
         check_turbo(read_text(cpu / "intel_pstate/no_turbo"), read_text(cpu / "cpufreq/boost")),
-        check_load(_load1(), core_counts()[0]),
+        check_load(_load1(), logical, _own_load(logical)),
         check_perf_event_paranoid(read_text(root / "proc/sys/kernel/perf_event_paranoid")),
         check_aslr(read_text(root / "proc/sys/kernel/randomize_va_space")),
         check_isolated_cpus(read_text(cpu / "isolated")),

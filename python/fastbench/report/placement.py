@@ -1,6 +1,7 @@
 """Text for a model analysis placed on the roofline: per module its FLOPs, bytes, intensity,
-attainable GFLOP/s, bound and the least time the roofline allows. Returns lines and never
-prints; the placement is :meth:`fastbench.analysis.ModelAnalysis.place_on`'s.
+attainable GFLOP/s, bound and the least time the roofline allows, and a warning when the
+model runs on other threads than the roofline's. Returns lines and never prints; the
+placement is :meth:`fastbench.analysis.ModelAnalysis.place_on`'s.
 """
 
 from __future__ import annotations
@@ -18,9 +19,18 @@ __all__ = ["analysis_placement_lines"]
 
 
 def analysis_placement_lines(a: ModelAnalysis, roof: Roofline, max_depth: int | None = 1,
-                             level: str = "DRAM") -> list[str]:
+                             level: str = "DRAM", threads: int | None = None) -> list[str]:
     """A model's modules under the roofline: FLOPs, bytes, intensity, attainable GFLOP/s, the
-    bound and the roofline's lower bound on the time."""
+    bound and the roofline's lower bound on the time; then a warning when the model runs on
+    other threads than the roofline was calibrated on (``threads``, by default PyTorch's
+    ``torch.get_num_threads()`` where torch is imported)."""
+    warning = roof.threads_warning(threads)
+    return _placement_table(a, roof, max_depth, level) + (
+        [] if warning is None else [f"  warning: {warning}"])
+
+
+def _placement_table(a: ModelAnalysis, roof: Roofline, max_depth: int | None,
+                     level: str) -> list[str]:
     rows = []
     for p in a.place_on(roof, level=level, max_depth=max_depth):
         rows.append((p.path or "(model)", p.type, format_count(p.flops), format_count(p.bytes, "B"),

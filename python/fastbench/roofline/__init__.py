@@ -10,9 +10,10 @@ there), the native kernels :mod:`.kernels`. Nothing here prints.
 from __future__ import annotations
 
 from . import kernels
-from .calibration import CACHE_VERSION, cache_path, calibrate, place
-from .model import BOUNDS, DTYPES, LEVELS, Placement, Roofline
+from .calibration import AGREE_WITHIN, CACHE_VERSION, MAX_READINGS, cache_path, calibrate, place
+from .model import BOUNDS, DTYPES, LEVELS, Placement, Roofline, workload_threads
 from .plotting import plot
 
-__all__ = ["BOUNDS", "CACHE_VERSION", "DTYPES", "LEVELS", "Placement", "Roofline", "cache_path",
-           "calibrate", "place", "plot"]
+__all__ = ["AGREE_WITHIN", "BOUNDS", "CACHE_VERSION", "DTYPES", "LEVELS", "MAX_READINGS",
+           "Placement", "Roofline", "cache_path", "calibrate", "place", "plot",
+           "workload_threads"]

@@ -15,7 +15,7 @@ import os
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar
 
 import numpy as np
 
@@ -24,18 +24,32 @@ from .._version import __version__
 from ..machine import cache_dir, caches, machine_info
 from ..measurement import Measurement
 from ..report.progress import Progress
+from ..report.warnings import WarningRecord
 from ..timing.callables import measure
 from . import kernels
-from .model import DTYPES, LEVELS, Placement, Roofline
+from .model import DTYPES, LEVELS, UNSETTLED, Placement, Roofline, workload_threads
 
-__all__ = ["CACHE_VERSION", "Progress", "cache_path", "calibrate", "place"]
+__all__ = ["AGREE_WITHIN", "CACHE_VERSION", "MAX_READINGS", "Progress", "cache_path",
+           "calibrate", "place"]
 
 # Bump when what calibrate() measures or how it stores it changes: older cache files are
 # then recalibrated rather than read.
 # 1: first layout. 2: quick calibrations measure DRAM at the full working set too.
-CACHE_VERSION = 2
+# 3: every ceiling is read until two readings agree; unsettled ones carry warnings.
+CACHE_VERSION = 3
 # The DRAM working set: far beyond any last-level cache, whatever the machine reports.
 _DRAM_MIN_BYTES = 256 << 20
+# One reading of a ceiling is not enough: on a shared machine single quick readings of one
+# 2-thread float32 FMA ceiling came out 205, 153, 142 and 276 GFLOP/s, and the first one
+# cached would have been reused ever after. So each ceiling is read until two readings
+# agree within AGREE_WITHIN of the larger, at most MAX_READINGS times. The ceiling is the
+# larger of the highest agreeing pair: interference only slows a kernel, and the second
+# reading confirms the first was no accident. One that never settles keeps its highest
+# reading and a warning, and the roofline is then measured again rather than reused.
+AGREE_WITHIN = 0.05
+MAX_READINGS = 5
+
+_T = TypeVar("_T")
 
 
 def _machine() -> dict[str, Any]:
@@ -69,6 +83,37 @@ def _level_sizes(threads: int, quick: bool) -> dict[str, list[int]]:
     if quick:
         plan = {k: v[-1:] for k, v in plan.items()}
     return plan
+
+
+def _settled(readings: Sequence[float]) -> float | None:
+    """The larger of the highest pair of ``readings`` within AGREE_WITHIN of each other, or
+    None. Neighbours in sorted order suffice: any agreeing pair has agreeing neighbours
+    between them."""
+    ordered = sorted(readings, reverse=True)
+    for hi, lo in zip(ordered, ordered[1:]):
+        if hi - lo <= AGREE_WITHIN * hi:
+            return hi
+    return None
+
+
+def _read_until_agreed(name: str, unit: str, read: Callable[[], _T],
+                       value: Callable[[_T], float]) -> tuple[_T, WarningRecord | None]:
+    """``read()`` until two readings agree (see AGREE_WITHIN), at most MAX_READINGS times:
+    the reading that is the ceiling, and a warning when none settled (then the highest)."""
+    results: list[_T] = []
+    for _ in range(MAX_READINGS):
+        results.append(read())
+        readings = [value(r) for r in results]
+        settled = _settled(readings)
+        if settled is not None:
+            return results[readings.index(settled)], None
+    readings = [value(r) for r in results]
+    best = max(range(len(results)), key=lambda i: readings[i])
+    shown = ", ".join(f"{r:,.1f}" for r in readings)
+    return results[best], WarningRecord(
+        f"{name}: {len(readings)} readings ({shown} {unit}) never agreed within "
+        f"{AGREE_WITHIN:.0%}; the ceiling is the highest. The machine is busy or its clock "
+        "varies: this calibration is not reused from the cache", UNSETTLED)
 
 
 def _gemm_gflops(dtype: str, n: int, threads: int, duration_s: float) -> float:
@@ -105,17 +150,31 @@ def _cache_path(m: Mapping[str, Any], threads: int, dtypes: Sequence[str], quick
     return cache_dir() / f"roofline-{digest}.json"
 
 
-def _load_cached(path: Path, machine: Mapping[str, Any]) -> Roofline | None:
+def _load_cached(path: Path, machine: Mapping[str, Any]) -> tuple[Roofline | None, str]:
+    """The cached roofline, or None and why it is not used ("" when there is nothing to say:
+    no file yet, or one of another version or CPU)."""
     try:
-        data = json.loads(path.read_text())
-        if data.get("cache_version") != CACHE_VERSION:
-            return None
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None, ""
+    except (OSError, ValueError) as e:
+        return None, f"the cached calibration {path} could not be read ({e}); measured afresh"
+    try:
+        data = json.loads(text)
+        if not isinstance(data, dict) or data.get("cache_version") != CACHE_VERSION:
+            return None, ""  # stale: an older layout
         r = Roofline.from_dict(data["roofline"])
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return None  # absent, unreadable or stale: calibrate afresh
+    # Any failure to read our own file means "measure again": deep nesting
+    # (RecursionError), huge numbers (OverflowError), anything else a corrupt file holds.
+    except Exception as e:  # noqa: BLE001
+        return None, (f"the cached calibration {path} is unreadable "
+                      f"({type(e).__name__}: {str(e)[:200]}); measured afresh")
     if r.fastbench_version != __version__ or r.machine.get("cpu_model") != machine["cpu_model"]:
-        return None
-    return r
+        return None, ""
+    if not r.settled:
+        return None, (f"the cached calibration {path} had ceilings that never settled; "
+                      "measured afresh")
+    return r, ""
 
 
 def _store(path: Path, r: Roofline) -> None:
@@ -145,7 +204,9 @@ def calibrate(threads: int | None = None, dtypes: Iterable[str] = DTYPES, quick:
     Parameters
     ----------
     threads : int, optional
-        Threads for every kernel; None means all cores.
+        Threads for every kernel; None means all cores. Place a workload on a roofline of
+        the threads it runs on (PyTorch: ``torch.get_num_threads()``); ``place`` warns
+        when they differ.
     dtypes : iterable of {"float32", "float64"}
         Compute ceilings to measure.
     quick : bool
@@ -161,6 +222,12 @@ def calibrate(threads: int | None = None, dtypes: Iterable[str] = DTYPES, quick:
     Returns
     -------
     Roofline
+        Each ceiling is read until two readings agree within ``AGREE_WITHIN`` (5%) of the
+        larger, at most ``MAX_READINGS`` (5) times, and is the larger of the highest
+        agreeing pair. A ceiling whose readings never agree keeps the highest and adds a
+        warning to ``warnings`` (``settled`` is then False): such a roofline is stored
+        with its warnings but measured again, not reused, by the next ``calibrate``.
+        A cache file that cannot be read is measured over, with a note saying so.
 
     Raises
     ------
@@ -179,10 +246,13 @@ def calibrate(threads: int | None = None, dtypes: Iterable[str] = DTYPES, quick:
     show = _progress(progress)
     machine = _machine()
     path = _cache_path(machine, nthreads, dts, quick)
+    notes: list[str] = []
     if cache:
-        cached = _load_cached(path, machine)
+        cached, why_not = _load_cached(path, machine)
         if cached is not None:
             return cached
+        if why_not:
+            notes.append(why_not)
 
     peak_s = 0.03 if quick else 0.15
     bw_s = 0.02 if quick else 0.08
@@ -192,12 +262,21 @@ def calibrate(threads: int | None = None, dtypes: Iterable[str] = DTYPES, quick:
     compute: dict[str, float] = {}
     memory: dict[str, float] = {}
     sweep: list[tuple[int, float, str]] = []
-    notes: list[str] = []
+    warnings: list[WarningRecord] = []
+
+    def settle(name: str, unit: str, read: Callable[[], _T], value: Callable[[_T], float]) -> _T:
+        result, warning = _read_until_agreed(name, unit, read, value)
+        if warning is not None:
+            warnings.append(warning)
+        return result
 
     def peak_step(dt: str, mix: bool) -> Callable[[], None]:
         def run() -> None:
-            r = kernels.peak_flops(dt, nthreads, add_mix=mix, min_time_s=peak_s)
-            compute[f"{'fma+add' if mix else 'fma'} {dt}"] = r.gflops
+            name = f"{'fma+add' if mix else 'fma'} {dt}"
+            r = settle(name, "GFLOP/s",
+                       lambda: kernels.peak_flops(dt, nthreads, add_mix=mix, min_time_s=peak_s),
+                       lambda p: p.gflops)
+            compute[name] = r.gflops
             expect = (f" of {r.expected_flops_per_cycle:.0f} expected"
                       if r.expected_flops_per_cycle > 0 else "")
             notes.append(f"{'fma+add' if mix else 'fma'} {dt}: {r.flops_per_cycle:.1f} "
@@ -209,12 +288,16 @@ def calibrate(threads: int | None = None, dtypes: Iterable[str] = DTYPES, quick:
 
     def gemm_step(dt: str) -> Callable[[], None]:
         def run() -> None:
-            compute[f"gemm {dt}"] = _gemm_gflops(dt, gemm_n, nthreads, peak_s)
+            compute[f"gemm {dt}"] = settle(
+                f"gemm {dt}", "GFLOP/s", lambda: _gemm_gflops(dt, gemm_n, nthreads, peak_s),
+                float)
         return run
 
     def level_step(level: str, nbytes: int) -> Callable[[], None]:
         def run() -> None:
-            r = kernels.bandwidth("triad", nbytes, nthreads, bw_s)
+            r = settle(f"triad {level} {nbytes >> 10} KiB", "GB/s",
+                       lambda: kernels.bandwidth("triad", nbytes, nthreads, bw_s),
+                       lambda b: b.gb_per_s)
             sweep.append((nbytes, r.gb_per_s, level))
         return run
 
@@ -244,7 +327,8 @@ def calibrate(threads: int | None = None, dtypes: Iterable[str] = DTYPES, quick:
             notes.append(f"fma+add {dt} gains nothing over fma alone here "
                          "(adds share the FMA pipes)")
     r = Roofline(compute, memory, nthreads, quick, machine, sweep=tuple(sweep),
-                 notes=tuple(notes), calibration_s=time.perf_counter() - t0)
+                 notes=tuple(notes), calibration_s=time.perf_counter() - t0,
+                 warnings=tuple(warnings))
     if cache:
         _store(path, r)
     return r
@@ -252,9 +336,12 @@ def calibrate(threads: int | None = None, dtypes: Iterable[str] = DTYPES, quick:
 
 def place(measurement: Measurement | None = None, *, flops: float, bytes: float,
           seconds: float | None = None, dtype: str = "float32", level: str = "DRAM",
-          ceiling: str | None = None, roofline: Roofline | None = None) -> Placement:
+          ceiling: str | None = None, roofline: Roofline | None = None,
+          threads: int | None = None) -> Placement:
     """Place a workload on ``roofline`` (by default this machine's, from the cache or a
-    fresh ``calibrate()``). See ``Roofline.place``."""
-    r = roofline if roofline is not None else calibrate()
+    fresh ``calibrate()`` on the workload's threads where they are known: ``threads``, or
+    PyTorch's where torch is imported). See ``Roofline.place``."""
+    ran_on = workload_threads(threads)
+    r = roofline if roofline is not None else calibrate(threads=ran_on)
     return r.place(measurement, flops=flops, bytes=bytes, seconds=seconds, dtype=dtype,
-                   level=level, ceiling=ceiling)
+                   level=level, ceiling=ceiling, threads=ran_on)

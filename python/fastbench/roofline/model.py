@@ -9,22 +9,60 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from .._checks import check_int
 from .._version import __version__
 from ..measurement import Measurement
 from ..report.lines import TextLines, note_lines
+from ..report.warnings import WarningRecord
 from ..units import format_bytes
 from .plotting import plot
 
-__all__ = ["BOUNDS", "DTYPES", "LEVELS", "Placement", "Roofline"]
+__all__ = ["BOUNDS", "DTYPES", "LEVELS", "Placement", "Roofline", "workload_threads"]
 
 LEVELS = ("L1", "L2", "L3", "DRAM")
 DTYPES = ("float32", "float64")
 BOUNDS = ("memory-bound", "compute-bound")
+# Warning codes: a ceiling whose readings never agreed; a workload on other threads than
+# the roofline's.
+UNSETTLED = "unsettled-ceiling"
+THREADS_DIFFER = "threads-differ"
+
+
+def workload_threads(threads: int | None = None) -> int | None:
+    """The threads a workload ran on: ``threads`` when given, else PyTorch's intra-op
+    threads (``torch.get_num_threads()``) where torch is already imported, else None
+    (unknown). torch is never imported here."""
+    if threads is not None:
+        return check_int("threads", threads, 1, say_positive=False)
+    torch = sys.modules.get("torch")
+    get = getattr(torch, "get_num_threads", None)
+    if get is None:
+        return None
+    try:
+        n = int(get())
+    except Exception:  # noqa: BLE001 - a half-imported or stubbed torch: unknown
+        return None
+    return n if n >= 1 else None
+
+
+def _threads_warning(roofline_threads: int, threads: int | None) -> WarningRecord | None:
+    """The warning for a workload on ``threads`` placed under a roofline calibrated on
+    ``roofline_threads``; None when they match or ``threads`` is unknown."""
+    if threads is None or threads == roofline_threads:
+        return None
+    direction = "above" if roofline_threads > threads else "below"
+    return WarningRecord(
+        f"the workload ran on {threads} thread{'s' if threads != 1 else ''} but the roofline "
+        f"was calibrated on {roofline_threads}: its ceilings are {direction} what "
+        f"{threads} thread{'s' if threads != 1 else ''} can reach; calibrate(threads="
+        f"{threads}) for a roof that fits (PyTorch: torch.get_num_threads())",
+        THREADS_DIFFER)
 
 
 @dataclass(frozen=True)
@@ -46,6 +84,9 @@ class Placement(TextLines):
     compute_ceiling: str    # e.g. "FMA peak float32"
     memory_ceiling: str     # e.g. "DRAM"
     ridge_point: float      # FLOPs per byte where the two ceilings meet
+    threads: int | None = None         # the workload's threads; None when unknown
+    roofline_threads: int | None = None  # the threads the roofline was calibrated on
+    warnings: tuple[str, ...] = ()     # e.g. the workload ran on other threads than the roof
 
     def lines(self) -> list[str]:
         return [
@@ -53,6 +94,7 @@ class Placement(TextLines):
             f"{self.fraction:.0%} of the attainable {self.attainable_gflops:,.2f} GFLOP/s",
             f"  {self.bound} (ridge point {self.ridge_point:,.2f} FLOP/byte between "
             f"{self.compute_ceiling} and {self.memory_ceiling})",
+            *(f"  warning: {w}" for w in self.warnings),
         ]
 
 
@@ -71,7 +113,8 @@ class Roofline(TextLines):
     "gemm float32", ...); ``memory`` maps levels (L1, L2, L3, DRAM) to GB/s of a STREAM triad
     (bytes counted as STREAM does, without write-allocate). ``sweep`` keeps every working
     set measured: (bytes, GB/s, level). ``notes`` explain each figure (FLOP per cycle against
-    what the ISA promises, sizes, passes).
+    what the ISA promises, sizes, passes). ``warnings`` name the ceilings whose readings
+    never agreed (see ``calibrate``): such a roofline is not reused from the cache.
     """
 
     compute: dict[str, float]
@@ -85,6 +128,12 @@ class Roofline(TextLines):
     fastbench_version: str = __version__
     created_s: float = field(default_factory=time.time)
     calibration_s: float = 0.0
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def settled(self) -> bool:
+        """Whether every ceiling was confirmed by two agreeing readings."""
+        return not self.warnings
 
     # -- ceilings ------------------------------------------------------------------------
     def peak_gflops(self, dtype: str = "float32", ceiling: str | None = None) -> float:
@@ -125,9 +174,16 @@ class Roofline(TextLines):
         return self.memory[level]
 
     # -- placement -----------------------------------------------------------------------
+    def threads_warning(self, threads: int | None = None) -> WarningRecord | None:
+        """The warning for a workload on ``threads`` (by default PyTorch's, where torch is
+        imported; see ``workload_threads``) placed here, or None when the threads match
+        or are unknown."""
+        return _threads_warning(self.threads, workload_threads(threads))
+
     def place(self, measurement: Measurement | None = None, *, flops: float,
               bytes: float, seconds: float | None = None, dtype: str = "float32",
-              level: str = "DRAM", ceiling: str | None = None) -> Placement:
+              level: str = "DRAM", ceiling: str | None = None,
+              threads: int | None = None) -> Placement:
         """Place a workload doing ``flops`` and moving ``bytes`` in ``seconds`` (per call).
 
         Parameters
@@ -147,12 +203,19 @@ class Roofline(TextLines):
         ceiling : str, optional
             A compute ceiling by name ("fma+add float32", "gemm float64"); by default
             ``dtype``'s FMA peak.
+        threads : int, optional
+            Threads the workload ran on; by default ``torch.get_num_threads()`` where torch
+            is imported, else unknown. When it differs from the roofline's ``threads``,
+            the placement carries a warning: the ceilings are those of another number of
+            cores.
 
         Raises
         ------
         ValueError
             Non-positive or non-finite inputs, both or neither of measurement and seconds,
-            an uncalibrated dtype or level.
+            an uncalibrated dtype or level, threads < 1.
+        TypeError
+            ``threads`` is not an int.
         """
         if (measurement is None) == (seconds is None):
             raise ValueError("give either a Measurement or seconds=, not both or neither")
@@ -165,9 +228,12 @@ class Roofline(TextLines):
         bw = self._bandwidth(level)
         attainable = min(peak, bw * intensity)
         achieved = n_flops / secs / 1e9
+        ran_on = workload_threads(threads)
+        warning = _threads_warning(self.threads, ran_on)
         return Placement(n_flops, n_bytes, secs, intensity, achieved, attainable,
                          achieved / attainable, self.bound(intensity, dtype, level, ceiling),
-                         self._compute_name(dtype, ceiling), level, peak / bw)
+                         self._compute_name(dtype, ceiling), level, peak / bw, ran_on,
+                         self.threads, () if warning is None else (warning,))
 
     # -- output --------------------------------------------------------------------------
     def plot(self, path: str | os.PathLike[str], *,
@@ -197,7 +263,7 @@ class Roofline(TextLines):
                 continue
             text = ", ".join(f"{k} {v:.2f}" for k, v in ridges.items())
             out.append(f"  ridge points {dtype} (FLOP/byte): {text}")
-        return out + note_lines(self.notes)
+        return out + [f"  warning: {w}" for w in self.warnings] + note_lines(self.notes)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -206,21 +272,54 @@ class Roofline(TextLines):
             "clock": self.clock, "sweep": [list(p) for p in self.sweep],
             "notes": list(self.notes), "fastbench_version": self.fastbench_version,
             "created_s": self.created_s, "calibration_s": self.calibration_s,
+            "warnings": [str(w) for w in self.warnings],  # the text alone
         }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Roofline:
-        try:
-            return cls(
-                compute={str(k): float(v) for k, v in dict(data["compute"]).items()},
-                memory={str(k): float(v) for k, v in dict(data["memory"]).items()},
-                threads=int(data["threads"]), quick=bool(data["quick"]),
-                machine=dict(data["machine"]), clock=str(data.get("clock", "steady_clock")),
-                sweep=tuple((int(b), float(g), str(lv)) for b, g, lv in data.get("sweep", [])),
-                notes=tuple(str(n) for n in data.get("notes", [])),
-                fastbench_version=str(data.get("fastbench_version", "")),
-                created_s=float(data.get("created_s", 0.0)),
-                calibration_s=float(data.get("calibration_s", 0.0)),
-            )
-        except (KeyError, TypeError, ValueError) as e:
-            raise ValueError(f"not a roofline: {e}") from e
+        """Rebuild from ``to_dict`` output.
+
+        Raises
+        ------
+        ValueError
+            "not a roofline: ..." naming the field that is missing or malformed (ceilings
+            must be positive and finite, threads at least 1).
+        """
+        if not isinstance(data, Mapping):
+            raise ValueError(f"not a roofline: expected an object, got {type(data).__name__}")
+
+        def get(name: str, convert: Any, *default: Any) -> Any:
+            try:
+                return convert(data[name] if not default else data.get(name, default[0]))
+            except KeyError as e:
+                if e.args == (name,):
+                    raise ValueError(f"not a roofline: no {name!r} field") from None
+                raise ValueError(f"not a roofline: field {name!r}: {e}") from None
+            except (TypeError, ValueError, OverflowError, AttributeError, RecursionError) as e:
+                raise ValueError(f"not a roofline: field {name!r}: {e}") from None
+
+        def ceilings(value: Any) -> dict[str, float]:
+            out = {str(k): float(v) for k, v in dict(value).items()}
+            for k, v in out.items():
+                if not math.isfinite(v) or v <= 0:
+                    raise ValueError(f"{k} is {v}, not a positive finite rate")
+            return out
+
+        def threads(value: Any) -> int:
+            if isinstance(value, bool) or int(value) != value or int(value) < 1:
+                raise ValueError(f"{value!r} is not an int >= 1")
+            return int(value)
+
+        return cls(
+            compute=get("compute", ceilings), memory=get("memory", ceilings),
+            threads=get("threads", threads), quick=get("quick", bool),
+            machine=get("machine", dict), clock=get("clock", str, "steady_clock"),
+            sweep=get("sweep", lambda v: tuple((int(b), float(g), str(lv)) for b, g, lv in v),
+                      []),
+            notes=get("notes", lambda v: tuple(str(n) for n in v), []),
+            fastbench_version=get("fastbench_version", str, ""),
+            created_s=get("created_s", float, 0.0),
+            calibration_s=get("calibration_s", float, 0.0),
+            warnings=get("warnings", lambda v: tuple(WarningRecord(str(w), UNSETTLED)
+                                                     for w in v), []),
+        )

@@ -8,7 +8,7 @@ import re
 
 from .geometry import CacheGeometry
 
-__all__ = ["parse_output"]
+__all__ = ["output_command", "parse_output"]
 
 _DESC = re.compile(r"^desc:\s+(I1|D1|LL) cache:\s+(\d+) B, (\d+) B, "
                    r"(?:(\d+)-way associative|(direct-mapped))\s*$")
@@ -49,3 +49,12 @@ def parse_output(text: str) -> tuple[dict[str, int], dict[str, CacheGeometry]]:
         raise ValueError(f"{len(numbers)} totals for {len(names)} events")
     numbers = numbers + [0] * (len(names) - len(numbers))
     return dict(zip(names, numbers)), geometry
+
+
+def output_command(text: str) -> str | None:
+    """The command line of the program counted, from the output file's ``cmd:`` line (after
+    exec calls valgrind followed, the last program run); None where there is none."""
+    for line in text.splitlines():
+        if line.startswith("cmd:"):
+            return line[len("cmd:"):].strip()
+    return None

@@ -21,6 +21,7 @@ from ..._checks import check_int, check_seconds
 from ...errors import FastbenchError
 from .counts import TOOLS, SimulatedCounts
 from .geometry import CacheGeometry, detect_geometry, explicit_geometry
+from .output import output_command
 from .runner import Run, finish, kill, start, tool_options, valgrind_path, valgrind_version
 from .target import (
     DRIVER,
@@ -28,6 +29,7 @@ from .target import (
     callable_spec,
     check_program,
     command_argv,
+    script_shebang,
     statement_source,
 )
 
@@ -100,12 +102,53 @@ class _Runs:
             self._tmp.cleanup()
 
     def launch(self, tag: str, what: str, workload: list[str],
-               env: Mapping[str, str] | None) -> Run:
+               env: Mapping[str, str] | None, *, follow_exec: bool = False) -> Run:
+        """Start ``workload`` under valgrind. ``follow_exec`` traces the programs it execs
+        (and every child process, each writing files of its own, named by process id); the
+        run's files are then those of the workload's process, after its last exec."""
         out, log = self.dir / f"out{tag}", self.dir / f"log{tag}"
-        argv_run = [self.valgrind, *tool_options(self.tool, out, log, self.geometry), *workload]
+        if follow_exec:  # valgrind writes %p as the process id
+            options = [*tool_options(self.tool, self.dir / f"out{tag}.%p",
+                                     self.dir / f"log{tag}.%p", self.geometry),
+                       "--trace-children=yes"]
+        else:
+            options = tool_options(self.tool, out, log, self.geometry)
+        argv_run = [self.valgrind, *options, *workload]
         run = start(what, argv_run, out, log, self.dir / f"stderr{tag}", env)
+        if follow_exec:  # valgrind runs the workload in its own process: the same pid
+            run.out_path = self.dir / f"out{tag}.{run.proc.pid}"
+            run.log_path = self.dir / f"log{tag}.{run.proc.pid}"
         self.runs.append(run)
         return run
+
+    def other_processes(self, run: Run) -> int:
+        """Processes other than ``run``'s own that wrote output (``follow_exec`` only)."""
+        stem = run.out_path.name.rsplit(".", 1)[0]
+        return sum(1 for p in self.dir.glob(f"{stem}.*") if p != run.out_path)
+
+
+def _counted_command(run: Run) -> str | None:
+    try:
+        return output_command(run.out_path.read_text(encoding="utf-8", errors="replace"))
+    except OSError:
+        return None
+
+
+def _script_note(program: str, path: str, shebang: str, counted: str | None,
+                 others: int) -> str:
+    """What a command whose program is a script counted: valgrind followed its exec calls."""
+    text = (f"{program} is a script ({path}, {shebang!r}), not a binary: valgrind followed "
+            "its exec calls (--trace-children=yes)")
+    if counted is not None and path in counted.split():
+        text += (f" and counted its interpreter, {counted!r}, which never exec'd another "
+                 "program: work the script runs in child processes is not counted")
+    else:
+        text += (" and counted the program the command's process ran last"
+                 + (f", {counted!r}" if counted else ""))
+    if others:
+        text += (f"; not counted: {others} other process{'es' if others != 1 else ''} it "
+                 "started (such as a version manager's helpers)")
+    return text + "; pass the binary itself (for Python, sys.executable) to count it alone"
 
 
 def simulate(
@@ -125,10 +168,14 @@ def simulate(
     measured: the result's ``label`` says so and every report shows it.
 
     A command runs once under valgrind; the result holds the totals of its process (its
-    child processes are not followed). A callable runs in a fresh ``sys.executable`` under
-    valgrind, twice: once importing it and calling it 0 times, once calling it ``calls``
-    times; the result is the difference divided by ``calls``, per call, so interpreter
-    start-up, imports and argument unpickling cancel. One-off costs of the first call
+    child processes are not counted). Where the command's program is a script (a ``#!``
+    file, such as pyenv's ``python`` shim) rather than a binary, valgrind follows its exec
+    calls (``--trace-children=yes``), the result counts the program the process ran last
+    (the real interpreter, for a shim that execs it), and a note says so, naming it.
+    A callable runs in a fresh ``sys.executable`` under valgrind, twice: once importing it
+    and calling it 0 times, once calling it ``calls`` times; the result is the difference
+    divided by ``calls``, per call, so interpreter start-up, imports and argument
+    unpickling cancel. One-off costs of the first call
     (lazy imports, caches it fills, the adaptive interpreter specialising) are spread over
     the ``calls``; raise ``calls`` to dilute them. Both runs use ``PYTHONHASHSEED=0`` and
     ``PYTHONDONTWRITEBYTECODE=1`` so they do identical work up to the calls, and run in
@@ -209,10 +256,14 @@ def simulate(
         geometry, notes = _geometry(tool, explicit)
         version = valgrind_version(valgrind)
         deadline = time.monotonic() + timeout
+        script = script_shebang(argv[0])
         with _Runs(valgrind, tool, geometry) as runs:
             what = f"command {shlex.join(argv)!r}"
-            run = runs.launch("1", what, argv, None)
+            run = runs.launch("1", what, argv, None, follow_exec=script is not None)
             totals, simulated_geometry = finish(run, deadline, timeout)
+            if script is not None:
+                notes.append(_script_note(argv[0], *script, _counted_command(run),
+                                          runs.other_processes(run)))
         events = {k: float(v) for k, v in totals.items()}
         return SimulatedCounts(
             tool=tool, target=shlex.join(argv), events=events, per_call=False,

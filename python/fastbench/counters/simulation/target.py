@@ -18,7 +18,7 @@ from functools import partial
 from typing import Any, Callable, Sequence, Union
 
 __all__ = ["DRIVER", "STATEMENT_NAMESPACE", "TargetArg", "callable_spec", "check_program",
-           "command_argv", "statement_loop", "statement_source"]
+           "command_argv", "script_shebang", "statement_loop", "statement_source"]
 
 # The module name a statement's loop runs under, here and in the driver: neither "__main__"
 # (the driver's own) nor the name of an importable module.
@@ -90,6 +90,27 @@ def check_program(program: str) -> None:
             raise FileNotFoundError(f"command {program!r} does not exist or is not executable")
     elif shutil.which(program) is None:
         raise FileNotFoundError(f"command {program!r} not found on PATH")
+
+
+def script_shebang(program: str) -> tuple[str, str] | None:
+    """(path, ``#!`` line) where ``program`` (a path, or a name looked up on PATH) is a script
+    rather than a binary; None for a binary or a program that cannot be read.
+
+    valgrind runs a script's interpreter, and a shim that then execs the real program
+    (pyenv's ``python``, a virtualenv wrapper) leaves valgrind's run without output unless
+    it follows the exec.
+    """
+    path = program if os.sep in program else shutil.which(program)
+    if path is None:
+        return None
+    try:
+        with open(path, "rb") as f:
+            head = f.readline(256)
+    except OSError:
+        return None
+    if not head.startswith(b"#!"):
+        return None
+    return os.path.abspath(path), head.decode("utf-8", "replace").strip()
 
 
 def _reject(fn: object, why: str) -> TypeError:
