@@ -8,6 +8,7 @@ lognormal samples with a known shift.
 from __future__ import annotations
 
 import json
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any, Callable
@@ -547,3 +548,23 @@ def test_compare_measurements_rejects_candidates_that_are_not_measurements() -> 
         compare_measurements(base, {"cand": list(SLOWER)})  # type: ignore[dict-item]
     with pytest.raises(TypeError, match=r"^candidate names must be str, got int 1$"):
         compare_measurements(base, {1: _synthetic(SLOWER)})  # type: ignore[dict-item]
+
+
+def test_compare_warmup_stops_at_the_time_budget() -> None:
+    # Each variant's warmup of 10**12 samples would run for days; the budget ends it. The
+    # callables raise after 30 s so that a warmup ignoring the budget fails instead of hanging.
+    deadline = time.monotonic() + 30.0
+
+    def fn() -> None:
+        if time.monotonic() > deadline:
+            raise RuntimeError("the warmup ran past the time budget")
+
+    c = compare({"baseline": fn, "same": fn}, warmup=10**12, rounds=8, loops=100,
+                max_time_s=0.3)
+    for m in c.measurements.values():
+        assert 1 <= len(m.warmup_samples_ns) < 10**12
+
+
+def test_compare_rounds_beyond_two_to_the_forty_name_the_argument() -> None:
+    with pytest.raises(ValueError, match="rounds"):
+        compare({"baseline": _noop, "same": _noop}, rounds=2**64)

@@ -43,15 +43,18 @@ PUBLIC = {
     "fastbench.memory": "CallMemory MemoryTracker MemoryUsage Snapshot call_memory format_size track",
     "fastbench.results": """ResultsFile ResultsFileError SCHEMA_VERSION load load_any load_file
         load_pyperf load_pytest_benchmark machine_metadata register_kind save""",
-    "fastbench.roofline": "Placement Roofline cache_path calibrate place plot",
+    "fastbench.roofline": """AGREE_WITHIN MAX_READINGS Placement Roofline cache_path calibrate
+        place plot workload_threads""",
     "fastbench.stats": """MIN_RUNS MIN_SAMPLES Outliers RunLevel SampleComparison Summary
-        adjust_pvalues as_samples compare_runs compare_samples median_ci required_samples
+        adjust_pvalues as_samples compare_runs compare_samples median_ci median_ratio_ci
+        required_samples
         run_level samples_for_power summarize""",
-    "fastbench.analysis.formulas": """ACTIVATIONS ELEMENTWISE_FLOPS INDEX_BYTES activation
+    "fastbench.analysis.formulas": """ACTIVATIONS ELEMENTWISE_FLOPS GRID_SAMPLE_MODES INDEX_BYTES
+        activation
         adaptive_avg_pool attention attention_parts avg_pool batch_norm bmm conv conv1d conv2d
         conv3d conv_output_shape conv_output_size conv_transpose1d conv_transpose2d
         conv_transpose3d dropout einsum elementwise embedding group_norm layer_norm linear
-        log_softmax matmul max_pool pool_output_size rms_norm softmax""",
+        grid_sample log_softmax matmul max_pool pool_output_size rms_norm roi_align softmax""",
     "fastbench.analysis.layers": """Activation AdaptiveAvgPool2d AvgPool2d BatchNorm1d BatchNorm2d
         BatchNorm3d Conv1d Conv2d Conv3d ConvTranspose1d ConvTranspose2d ConvTranspose3d Dropout
         ELU Embedding Flatten GELU GroupNorm Hardsigmoid Hardswish Layer LayerAnalysis LayerNorm

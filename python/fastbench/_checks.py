@@ -1,5 +1,5 @@
 """Every argument check of the Python layer: integers (a numpy integer will do; a bool or a
-float will not) with a minimum, flags that must be bools, durations in seconds, fractions in
+float will not) within a range, flags that must be bools, durations in seconds, fractions in
 (0, 1), finite numbers and choices from a list. Raises the built-in TypeError or ValueError naming the
 argument; nothing else here.
 """
@@ -14,10 +14,11 @@ import numpy as np
 
 
 def check_int(name: str, value: Any, minimum: int | None = None, *,
-              say_positive: bool = True) -> int:
+              say_positive: bool = True, maximum: int | None = None) -> int:
     """``value`` as an int, or TypeError (not an int, or a bool) / ValueError (below
-    ``minimum``) with ``name`` in the message. A minimum of 1 reads "must be positive",
-    or "must be >= 1" with ``say_positive=False``."""
+    ``minimum`` or above ``maximum``) with ``name`` in the message. A minimum of 1 reads
+    "must be positive", or "must be >= 1" with ``say_positive=False``; above a maximum the
+    message gives the whole range."""
     if isinstance(value, bool):
         raise TypeError(f"{name} must be an int, got bool {value!r}")
     try:
@@ -26,6 +27,9 @@ def check_int(name: str, value: Any, minimum: int | None = None, *,
         raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}") from None
     if minimum is not None and v < minimum:
         what = "positive" if minimum == 1 and say_positive else f">= {minimum}"
+        raise ValueError(f"{name} must be {what}, got {v}")
+    if maximum is not None and v > maximum:
+        what = f"at most {maximum}" if minimum is None else f"from {minimum} to {maximum}"
         raise ValueError(f"{name} must be {what}, got {v}")
     return int(v)
 

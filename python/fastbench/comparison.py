@@ -22,6 +22,7 @@ from .stats import SampleComparison, adjust_pvalues, compare_samples
 from .stats.runs import compare_runs
 from .timing import Target, callable_target, gc_paused, run_config, statement_target
 from .timing.callables import METRICS
+from .timing.config import MAX_COUNT
 from .timing.workers import callable_job, run_interleaved, statement_job
 
 __all__ = ["Comparison", "InstructionComparison", "compare", "compare_instruction_counts",
@@ -325,7 +326,8 @@ def compare(
         Rounds, hence samples per variant (at least 6 are needed for a verdict).
     max_time_s : float, optional
         Budget in seconds for the rounds; when spent, the rounds completed so far are
-        judged (``stop_reason == "max_time_s"``).
+        judged (``stop_reason == "max_time_s"``). Each variant's warmup stops at it too
+        (after at least one sample).
     alpha, min_effect : float
         Significance level, and the smallest relative speedup worth calling a difference.
     correction : {"holm", "bh", "none"}
@@ -387,7 +389,7 @@ def compare(
     check_choice("metric", metric, METRICS)
     if metric == "instructions":
         return _compare_instructions(variants, baseline, setup, globals, tolerance)
-    check_int("rounds", rounds, 1, say_positive=False)
+    check_int("rounds", rounds, 1, say_positive=False, maximum=MAX_COUNT)
     _check_judgement(alpha, min_effect, correction)  # before anything is measured
     cfg = run_config(warmup, min_time_s, rounds, loops, clock, disable_gc, max_time_s)
     if processes is not None:

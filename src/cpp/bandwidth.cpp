@@ -4,6 +4,7 @@
 // apart, never counted. Each thread owns a contiguous, 64-byte aligned slice of every array
 // and touches it first (so its pages land on its NUMA node); threads start every timed unit
 // together at a spin barrier and the calling thread times the unit between two barriers.
+// An interrupt is checked between timed units and between the pieces of a long pass.
 #include "bandwidth.hpp"
 
 #include <algorithm>
@@ -17,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "interrupt.hpp"
 #include "isa.hpp"
 #include "median.hpp"
 #include "parallel.hpp"
@@ -56,6 +58,11 @@ constexpr std::size_t kAlignElems = kAlignBytes / sizeof(double);
 // below 1% of it even for L1-sized working sets (a pass of 16 KiB takes well under 1 µs).
 constexpr double kUnitS = 200e-6;
 constexpr std::size_t kNarrowFromBytes = std::size_t{32} << 20;
+// A pass over a longer slice runs in pieces of this many elements (8 MiB of each array, a
+// few milliseconds even from DRAM), with interrupt_requested() between them: a pass over
+// gigabytes otherwise runs for seconds without one. Pieces are far beyond any L2, so the
+// access pattern is the same sequential stream; shorter slices run in one piece.
+constexpr std::size_t kPieceElems = std::size_t{1} << 20;
 
 const KindInfo& find_kind(const std::string& name) {
   for (const KindInfo& k : kKinds) {
@@ -302,12 +309,22 @@ BandwidthResult bandwidth(const std::string& kind, std::size_t working_set_bytes
   // core's L2 and its share of a typical L3, where only DRAM behaviour matters.
   const bool narrow = working_set_bytes / static_cast<std::size_t>(nt) >= kNarrowFromBytes;
   (void)narrow;  // unused off x86
-  auto pass = [&](const double* p1, const double* p2, double* py, std::size_t len) {
+  auto pass_piece = [&](const double* p1, const double* p2, double* py, std::size_t len) {
 #if defined(__x86_64__)
     if (avx && narrow) return pass_avx2_narrow(info.kind, p1, p2, py, len);
     if (avx) return pass_avx2(info.kind, p1, p2, py, len);
 #endif
     return pass_portable(info.kind, p1, p2, py, len);
+  };
+  // One pass, in pieces when the slice is long; a pass stopped for an interrupt is cut
+  // short, and the barriers around it still meet (the caller's loop ends after them).
+  auto pass = [&](const double* p1, const double* p2, double* py, std::size_t len) {
+    if (len <= kPieceElems) return pass_piece(p1, p2, py, len);
+    double sum = 0.0;
+    for (std::size_t i = 0; i < len && !interrupt_requested(); i += kPieceElems) {
+      sum += pass_piece(p1 + i, p2 + i, py + i, std::min(kPieceElems, len - i));
+    }
+    return sum;
   };
 
   SpinBarrier barrier(nt);
@@ -324,7 +341,10 @@ BandwidthResult bandwidth(const std::string& kind, std::size_t working_set_bytes
     // First touch: the thread that will stream the slice maps its pages.
     for (int k = 0; k < info.arrays; ++k) {
       double* base = arrays[k].get() + lo;
-      for (std::size_t i = 0; i < len; ++i) base[i] = 1.0 + static_cast<double>(k);
+      for (std::size_t i0 = 0; i0 < len && !interrupt_requested(); i0 += kPieceElems) {
+        const std::size_t i1 = std::min(len, i0 + kPieceElems);
+        for (std::size_t i = i0; i < i1; ++i) base[i] = 1.0 + static_cast<double>(k);
+      }
     }
     double sink = 0.0;
     barrier.wait();
@@ -348,13 +368,16 @@ BandwidthResult bandwidth(const std::string& kind, std::size_t working_set_bytes
         const Clock::time_point t1 = Clock::now();
         unit_s.push_back(std::chrono::duration<double>(t1 - t0).count() / static_cast<double>(r));
         const double total = std::chrono::duration<double>(t1 - start).count();
-        stop.store((total >= min_time_s && unit_s.size() >= 3) || unit_s.size() >= 100000);
+        // An interrupt ends the run here, between timed units, as the time budget does.
+        stop.store((total >= min_time_s && unit_s.size() >= 3) || unit_s.size() >= 100000 ||
+                   interrupt_requested());
       }
       barrier.wait();
       if (stop.load()) break;
     }
     sinks[static_cast<std::size_t>(tid)] = sink;
   });
+  throw_if_interrupted("bandwidth");
 
   BandwidthResult res;
   res.kind = info.name;

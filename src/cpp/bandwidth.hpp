@@ -27,7 +27,8 @@ struct BandwidthResult {
 // first touched by the thread that uses it) on `threads` threads (0 = all) for at least
 // `min_time_s`, passes timed after one warm pass. Throws std::invalid_argument for an unknown
 // kind, a working set below 4 KiB·threads or above 1/2 of physical memory, or a bad thread
-// count or time; std::bad_alloc when the arrays cannot be allocated.
+// count or time; std::bad_alloc when the arrays cannot be allocated; Interrupted when the
+// InterruptScope of the calling thread stops it.
 BandwidthResult bandwidth(const std::string& kind, std::size_t working_set_bytes, int threads = 1,
                           double min_time_s = 0.05);
 

@@ -17,6 +17,7 @@
 #include "conv.hpp"
 #include "cpu.hpp"
 #include "gemm.hpp"
+#include "interrupt.hpp"
 #include "isa.hpp"
 #include "parallel.hpp"
 #include "peak.hpp"
@@ -33,6 +34,31 @@ namespace {
 // run with the handler's exception.
 void check_signals() {
   if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+}
+
+// The interrupt check of native kernels (fb::InterruptScope), which the core runs on the
+// calling thread between blocks of work, every 10 ms or more, while the GIL is released: takes
+// the GIL back for Python's signal handlers. A handler's exception (KeyboardInterrupt for
+// Ctrl-C) stays set while the kernel stops; the translator for fb::Interrupted raises it.
+// While the interpreter shuts down, taking the GIL would end this thread in the middle of
+// the kernel's threads: the kernel finishes instead.
+bool signal_raised(void*) {
+#if PY_VERSION_HEX >= 0x030D0000
+  if (Py_IsFinalizing()) return false;
+#else
+  if (_Py_IsFinalizing()) return false;
+#endif
+  py::gil_scoped_acquire gil;
+  return PyErr_CheckSignals() != 0;
+}
+
+// A core function whose long work stops for Ctrl-C: it runs under an InterruptScope.
+template <class R, class... Args>
+auto interruptible(R (*fn)(Args...)) {
+  return [fn](Args... args) -> R {
+    const fb::InterruptScope interrupt(signal_raised, nullptr);
+    return fn(std::forward<Args>(args)...);
+  };
 }
 
 // One call of a Python callable with arguments bound once, outside the timed loop.
@@ -212,6 +238,7 @@ void gemm_arrays(const Dense<T>& a, const Dense<T>& b, Dense<T>& out, T alpha, T
   const T* pb = b.data();
   // Safe without the GIL: only the arrays' buffers are touched, and the caller holds them.
   py::gil_scoped_release nogil;
+  const fb::InterruptScope interrupt(signal_raised, nullptr);
   fb::gemm(da[0], db[1], da[1], alpha, pa, da[1], pb, db[1], beta, c, db[1], threads);
 }
 
@@ -263,6 +290,7 @@ py::array_t<float> conv2d_arrays(const Dense<float>& x, const Dense<float>& w,
   {
     // Safe without the GIL: only the arrays' buffers are touched, all held by this frame.
     py::gil_scoped_release nogil;
+    const fb::InterruptScope interrupt(signal_raised, nullptr);
     fb::conv2d(s, px, pw, pb, py_out, algo, threads);
   }
   return y;
@@ -272,6 +300,14 @@ py::array_t<float> conv2d_arrays(const Dense<float>& x, const Dense<float>& w,
 
 PYBIND11_MODULE(_core, m) {
   m.doc() = "fastbench native core: clocks, timing loop, calibration (private; use fastbench)";
+  // A kernel stopped by signal_raised: the signal handler's exception is still set, raise it.
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const fb::Interrupted& e) {
+      if (PyErr_Occurred() == nullptr) PyErr_SetString(PyExc_KeyboardInterrupt, e.what());
+    }
+  });
 #ifdef FASTBENCH_VERSION
   m.attr("__version__") = FASTBENCH_VERSION;
 #endif
@@ -479,6 +515,15 @@ PYBIND11_MODULE(_core, m) {
         "Median ns of one read() of a running group and of one start/stop/read region.");
 
   m.def("hardware_threads", &fb::hardware_threads, "Logical CPUs this process may run on.");
+  m.def("max_threads", &fb::max_threads,
+        "Most threads a kernel accepts: 8 per CPU this process may run on.");
+  m.def(
+      "_pool_stats",
+      [] {
+        const fb::detail::PoolStats st = fb::detail::pool_stats();
+        return std::make_pair(st.workers, st.wakeups);
+      },
+      "Test hook: (workers in the thread pool, worker wake-ups for jobs so far).");
   m.def("gemm_f32", &gemm_arrays<float>, py::arg("a").noconvert(), py::arg("b").noconvert(),
         py::arg("out").noconvert(), py::arg("alpha") = 1.0f, py::arg("beta") = 0.0f,
         py::arg("threads") = 0, "out = alpha*a@b + beta*out for C-contiguous float32 arrays.");
@@ -511,7 +556,7 @@ PYBIND11_MODULE(_core, m) {
       .def_readonly("threads", &fb::BandwidthResult::threads)
       .def_readonly("passes", &fb::BandwidthResult::passes)
       .def_readonly("isa", &fb::BandwidthResult::isa);
-  m.def("bandwidth", &fb::bandwidth, py::arg("kind"), py::arg("working_set_bytes"),
+  m.def("bandwidth", interruptible(&fb::bandwidth), py::arg("kind"), py::arg("working_set_bytes"),
         py::arg("threads") = 1, py::arg("min_time_s") = 0.05,
         py::call_guard<py::gil_scoped_release>(), "A STREAM-style kernel's GB/s (GIL released).");
   py::class_<fb::PeakResult>(m, "PeakResult", "Peak floating-point rate of FMA chains.")
@@ -524,9 +569,9 @@ PYBIND11_MODULE(_core, m) {
       .def_readonly("flops_per_cycle", &fb::PeakResult::flops_per_cycle)
       .def_readonly("expected_flops_per_cycle", &fb::PeakResult::expected_flops_per_cycle)
       .def_readonly("seconds", &fb::PeakResult::seconds);
-  m.def("peak_flops", &fb::peak_flops, py::arg("dtype"), py::arg("threads") = 1,
+  m.def("peak_flops", interruptible(&fb::peak_flops), py::arg("dtype"), py::arg("threads") = 1,
         py::arg("add_mix") = false, py::arg("min_time_s") = 0.1,
         py::call_guard<py::gil_scoped_release>(), "FMA-chain FLOP/s (GIL released).");
-  m.def("core_hz", &fb::core_hz, py::arg("min_time_s") = 0.02,
+  m.def("core_hz", interruptible(&fb::core_hz), py::arg("min_time_s") = 0.02,
         py::call_guard<py::gil_scoped_release>(), "Core clock from dependent adds.");
 }

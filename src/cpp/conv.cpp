@@ -15,6 +15,7 @@
 #include <type_traits>
 
 #include "gemm.hpp"
+#include "interrupt.hpp"
 #include "isa.hpp"
 #include "parallel.hpp"
 
@@ -282,12 +283,14 @@ void conv_im2col(const Plan& p, const float* x, const float* w, const float* bia
       const std::size_t j0 = jobs * static_cast<std::size_t>(tid) / static_cast<std::size_t>(n_threads);
       const std::size_t j1 =
           jobs * static_cast<std::size_t>(tid + 1) / static_cast<std::size_t>(n_threads);
-      for (std::size_t j = j0; j < j1; ++j) run_job(j, cols.get(), 1);
+      for (std::size_t j = j0; j < j1 && !interrupt_requested(); ++j) run_job(j, cols.get(), 1);
     });
     return;
   }
   std::unique_ptr<float[]> cols = cap != 0 ? alloc_floats(cap) : nullptr;
-  for (std::size_t j = 0; j < jobs; ++j) run_job(j, cols.get(), nthreads);
+  for (std::size_t j = 0; j < jobs && !interrupt_requested(); ++j) {
+    run_job(j, cols.get(), nthreads);
+  }
 }
 
 // ---- direct -----------------------------------------------------------------------------------
@@ -604,7 +607,7 @@ void conv_direct(const Plan& p, const float* x, const float* w, const float* bia
     const std::size_t k0 = tasks * static_cast<std::size_t>(tid) / static_cast<std::size_t>(n_threads);
     const std::size_t k1 =
         tasks * static_cast<std::size_t>(tid + 1) / static_cast<std::size_t>(n_threads);
-    for (std::size_t k = k0; k < k1; ++k) {
+    for (std::size_t k = k0; k < k1 && !interrupt_requested(); ++k) {
       const std::size_t job = k / bands;
       const std::size_t img = job / s.groups;
       const std::size_t g = job % s.groups;
@@ -669,6 +672,7 @@ void conv2d(const Conv2dShape& s, const float* x, const float* w, const float* b
   } else {
     conv_im2col(p, x, w, bias, y, nthreads);
   }
+  throw_if_interrupted("conv2d");
 }
 
 double conv2d_flops(const Conv2dShape& s, bool bias) {

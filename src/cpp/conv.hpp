@@ -29,7 +29,8 @@ void conv2d_check(const Conv2dShape& s);
 // algo: "im2col" (lowering + gemm), "direct", or "auto" (conv2d_auto_algo); threads: 0 =
 // hardware_threads().
 // Throws std::invalid_argument for a bad shape, algo or thread count; std::bad_alloc when
-// the im2col buffer cannot be allocated.
+// the im2col buffer cannot be allocated; Interrupted when the InterruptScope of the calling
+// thread stops it (y partly written).
 void conv2d(const Conv2dShape& s, const float* x, const float* w, const float* bias, float* y,
             const std::string& algo = "auto", int threads = 0);
 

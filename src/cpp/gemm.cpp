@@ -17,6 +17,7 @@
 #include <string>
 
 #include "cpu.hpp"
+#include "interrupt.hpp"
 #include "isa.hpp"
 #include "parallel.hpp"
 #include "simd/avx2.hpp"
@@ -426,6 +427,18 @@ struct alignas(64) ShareSlot {
     }
     return false;
   }
+  // Claims every unit left (they are then not run); returns how many.
+  std::uint64_t close() {
+    std::uint64_t w = word.load(std::memory_order_acquire);
+    while ((w & ClaimWord::kFinished) == 0 && ClaimWord::next(w) < ClaimWord::units(w)) {
+      const std::uint64_t left = ClaimWord::units(w) - ClaimWord::next(w);
+      if (word.compare_exchange_weak(w, w + left, std::memory_order_acq_rel,
+                                     std::memory_order_acquire)) {
+        return left;
+      }
+    }
+    return 0;
+  }
   // True once the owner has finished, or if it has not started.
   bool finished() const {
     const std::uint64_t w = word.load(std::memory_order_acquire);
@@ -486,15 +499,23 @@ void gemm_owned(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a
       slot.done.store(0, std::memory_order_relaxed);
       slot.word.store(ClaimWord::make(++serial, units), std::memory_order_release);
       std::uint64_t unit = 0, mine = 0;
-      while (slot.claim(&unit)) {
+      bool stopped = false;
+      for (;;) {
+        if (interrupt_requested()) {  // what is left is claimed and not run
+          mine += slot.close();
+          stopped = true;
+          break;
+        }
+        if (!slot.claim(&unit)) break;
         run_unit<T, Kernel>(e, unit, packed_a);
         ++mine;
       }
-      // Units taken by other threads must be done before the panel is re-packed.
+      // Units taken by other threads must be done before the panel is re-packed (or freed).
       const std::uint64_t want = units - mine;
       for (int spins = 0; slot.done.load(std::memory_order_acquire) != want;) {
         spin_wait_step(&spins);
       }
+      if (stopped) return;
     }
   }
 }
@@ -507,6 +528,7 @@ void help_others(std::size_t self, std::size_t nt, ShareSlot<T>* slots, T* packe
     ShareSlot<T>& victim = slots[(self + step) % nt];
     std::uint64_t unit = 0;
     for (int spins = 0; !victim.finished();) {
+      if (interrupt_requested()) return;  // the owners close their epochs themselves
       if (victim.claim(&unit)) {
         run_unit<T, Kernel>(victim.epoch, unit, packed_a);
         victim.done.fetch_add(1, std::memory_order_release);
@@ -552,6 +574,34 @@ void check(std::size_t m, std::size_t n, std::size_t k, const T* a, std::size_t 
   if (c == nullptr) {
     throw std::invalid_argument("[gemm] c is null for a non-empty " + std::to_string(m) + "x" +
                                 std::to_string(n) + " C; expected a valid pointer");
+  }
+}
+
+// Whether the elements of a rows×cols row-major operand (leading dimension ld) at p and those
+// of one at q can share memory: their address ranges meet. Compared as integers, since the
+// pointers need not point into one object.
+template <class T>
+bool ranges_meet(const T* p, std::size_t p_rows, std::size_t p_cols, std::size_t p_ld,
+                 const T* q, std::size_t q_rows, std::size_t q_cols, std::size_t q_ld) {
+  const auto p0 = reinterpret_cast<std::uintptr_t>(p);
+  const auto q0 = reinterpret_cast<std::uintptr_t>(q);
+  const std::uintptr_t p1 = p0 + ((p_rows - 1) * p_ld + p_cols) * sizeof(T);
+  const std::uintptr_t q1 = q0 + ((q_rows - 1) * q_ld + q_cols) * sizeof(T);
+  return p0 < q1 && q0 < p1;
+}
+
+// C is written block by block while A and B are still read, so an output that shares memory
+// with an input gives wrong numbers (a relative error of 46 for c == a at 200×200).
+template <class T>
+void check_no_overlap(std::size_t m, std::size_t n, std::size_t k, const T* a, std::size_t lda,
+                      const T* b, std::size_t ldb, const T* c, std::size_t ldc) {
+  const char* input = ranges_meet(c, m, n, ldc, a, m, k, lda)   ? "a"
+                      : ranges_meet(c, m, n, ldc, b, k, n, ldb) ? "b"
+                                                                : nullptr;
+  if (input != nullptr) {
+    throw std::invalid_argument(std::string("[gemm] c shares memory with ") + input +
+                                ", which it would overwrite while it is read; expected an "
+                                "output apart from both inputs (copy the input first)");
   }
 }
 
@@ -650,13 +700,17 @@ void gemm_impl(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a,
     scale_c(m, n, beta, c, ldc);
     return;
   }
+  check_no_overlap(m, n, k, a, lda, b, ldb, c, ldc);
 #if defined(__x86_64__)
   if (kernel_isa(kWidest) >= Isa::avx2) {
     gemm_with<T, Avx2Kernel<T>>(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, nthreads);
-    return;
+  } else {
+    gemm_with<T, PortableKernel<T>>(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, nthreads);
   }
-#endif
+#else
   gemm_with<T, PortableKernel<T>>(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, nthreads);
+#endif
+  throw_if_interrupted("gemm");
 }
 
 }  // namespace

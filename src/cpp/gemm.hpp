@@ -13,7 +13,9 @@ namespace fastbench {
 // elements (lda >= k, ldb >= n, ldc >= n). beta == 0 ignores what C held (NaN included),
 // as BLAS does; k == 0 scales C by beta. threads: 0 = hardware_threads().
 // Throws std::invalid_argument ("[gemm] ...") for a leading dimension below its row length,
-// a null pointer with a non-empty operand, or negative threads.
+// a null pointer with a non-empty operand, a C whose memory meets A's or B's (where they are
+// read: k > 0 and alpha != 0), or a thread count that resolve_threads refuses;
+// Interrupted when the InterruptScope of the calling thread stops it (C partly written).
 void gemm(std::size_t m, std::size_t n, std::size_t k, float alpha, const float* a,
           std::size_t lda, const float* b, std::size_t ldb, float beta, float* c,
           std::size_t ldc, int threads = 0);

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "cpu.hpp"
+#include "interrupt.hpp"
 #include "isa.hpp"
 #include "median.hpp"
 #include "parallel.hpp"
@@ -33,6 +34,11 @@ using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
+
+// Chains (and the core clock's add chain) run in calls of about this long, with clock reads
+// and interrupt_requested() between them: a call adds a few register set-ups and a
+// reduction, tens of nanoseconds per chunk.
+constexpr double kChunkS = 2e-3;
 
 // Chains are a = a·m + c (FMA) and b = b + c (add) with m just below 1: the FMA chains
 // converge to c / (1 − m) and never overflow or go denormal however long they run.
@@ -201,20 +207,33 @@ double core_hz(double min_time_s) {
   check_time(min_time_s, "core_hz");
 #if defined(__x86_64__)
   // Windows of ~min_time_s / 5 each; the median resists one preempted window, the highest
-  // windows being where the clock ran undisturbed.
+  // windows being where the clock ran undisturbed. Trips per chunk come from a call of at
+  // least a chunk (a fifth of min_time_s when that is shorter).
   std::uint64_t trips = 1000;
+  const double probe_s = std::min(kChunkS, min_time_s / 5);
+  double s = 0.0;
   for (;;) {
     const Clock::time_point t0 = Clock::now();
     add_chain(trips);
-    if (seconds_since(t0) >= min_time_s / 5 || trips > (1ULL << 40)) break;
+    s = seconds_since(t0);
+    if (s >= probe_s || trips > (1ULL << 40)) break;
     trips *= 4;
   }
+  const std::uint64_t chunk = std::max<std::uint64_t>(
+      1, static_cast<std::uint64_t>(static_cast<double>(trips) * kChunkS / std::max(s, 1e-9)));
+  // Each window is a run of chunks timed as one.
   std::vector<double> hz;
-  for (int w = 0; w < 5; ++w) {
+  for (int w = 0; w < 5 && !interrupt_requested(); ++w) {
     const Clock::time_point t0 = Clock::now();
-    const std::uint64_t adds = add_chain(trips);
-    hz.push_back(static_cast<double>(adds) / seconds_since(t0));
+    std::uint64_t adds = 0;
+    double window_s = 0.0;
+    do {
+      adds += add_chain(chunk);
+      window_s = seconds_since(t0);
+    } while (window_s < min_time_s / 5 && !interrupt_requested());
+    hz.push_back(static_cast<double>(adds) / window_s);
   }
+  throw_if_interrupted("core_hz");
   return detail::median(std::move(hz));
 #else
   return 0.0;  // no portable one-cycle dependent chain: unknown
@@ -237,34 +256,46 @@ PeakResult peak_flops(const std::string& dtype, int threads, bool add_mix, doubl
   r.threads = nt;
   const Kernel k = dtype == "float32" ? pick<float>(add_mix, avx, r.expected_flops_per_cycle)
                                       : pick<double>(add_mix, avx, r.expected_flops_per_cycle);
-  // Iterations for min_time_s, from a short trial on the calling thread.
+  // Iterations per chunk, from a trial on the calling thread of at least a chunk (of
+  // min_time_s / 20 when that is shorter).
   std::uint64_t iters = 1 << 14;
   double sink = 0.0;
   for (;;) {
     const Clock::time_point t0 = Clock::now();
     sink += k.run(iters);
     const double s = seconds_since(t0);
-    if (s >= min_time_s / 20 || iters > (1ULL << 40)) {
-      iters = static_cast<std::uint64_t>(static_cast<double>(iters) * min_time_s / std::max(s, 1e-9)) + 1;
+    if (s >= std::min(kChunkS, min_time_s / 20) || iters > (1ULL << 40)) {
+      const double per_chunk = static_cast<double>(iters) * kChunkS / std::max(s, 1e-9);
+      iters = static_cast<std::uint64_t>(per_chunk) + 1;
       break;
     }
     iters *= 4;
   }
   // All threads start together (a spin barrier) so they overlap; each times its own run.
+  // Each runs chunks until min_time_s has passed on its own clock, so all stop together
+  // whatever their speed (a fixed count sized on one thread runs longer on threads that
+  // share a core).
   std::atomic<int> ready{0};
   std::vector<double> rate(static_cast<std::size_t>(nt), 0.0);
   std::vector<double> secs(static_cast<std::size_t>(nt), 0.0);
   std::vector<double> sinks(static_cast<std::size_t>(nt), 0.0);
   run_parallel(nt, [&](int tid, int n) {
     ready.fetch_add(1);
-    while (ready.load() < n) {
-    }
+    while (ready.load() < n) cpu_pause();
     const Clock::time_point t0 = Clock::now();
-    sinks[static_cast<std::size_t>(tid)] = k.run(iters);
-    const double s = seconds_since(t0);
+    double chains = 0.0;
+    std::uint64_t done = 0;
+    double s = 0.0;
+    do {
+      chains += k.run(iters);
+      done += iters;
+      s = seconds_since(t0);
+    } while (s < min_time_s && !interrupt_requested());
+    sinks[static_cast<std::size_t>(tid)] = chains;
     secs[static_cast<std::size_t>(tid)] = s;
-    rate[static_cast<std::size_t>(tid)] = k.flops_per_iter * static_cast<double>(iters) / s;
+    rate[static_cast<std::size_t>(tid)] = k.flops_per_iter * static_cast<double>(done) / s;
   });
+  throw_if_interrupted("peak_flops");
   for (double s : sinks) sink += s;
   r.seconds = *std::max_element(secs.begin(), secs.end());
   for (double x : rate) r.flops_per_s += x;

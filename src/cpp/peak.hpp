@@ -20,13 +20,15 @@ struct PeakResult {
   double seconds = 0.0;
 };
 
-// Times the kernel for at least min_time_s per thread. Throws std::invalid_argument for an
-// unknown dtype, a bad thread count or time.
+// Times the kernel for at least min_time_s per thread (each thread stops once that has
+// passed). Throws std::invalid_argument for an unknown dtype, a bad thread count or time;
+// Interrupted when the InterruptScope of the calling thread stops it.
 PeakResult peak_flops(const std::string& dtype, int threads = 1, bool add_mix = false,
                       double min_time_s = 0.1);
 
 // Core cycles per second, from a chain of dependent adds timed on steady_clock
-// (median of several windows). Under turbo it is the clock the chain ran at.
+// (median of five windows of min_time_s / 5). Under turbo it is the clock the chain ran at.
+// Throws Interrupted when the InterruptScope of the calling thread stops it.
 double core_hz(double min_time_s = 0.02);
 
 }  // namespace fastbench

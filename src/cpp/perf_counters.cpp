@@ -204,14 +204,29 @@ std::string paranoid_level() {
 }
 }  // namespace
 
+namespace detail {
+std::string permission_advice(const std::string& level) {
+  if (level == "unknown")
+    return "permission denied (perf_event_paranoid unreadable): grant CAP_PERFMON or check the "
+           "container's seccomp policy";
+  if (std::stoi(level) >= 3)
+    return "perf_event_paranoid is " + level +
+           ": it forbids unprivileged counting; run `sudo sysctl kernel.perf_event_paranoid=2` "
+           "or grant CAP_PERFMON";
+  return "perf_event_paranoid is " + level +
+         ": it allows counting your own user-space events, so something else refused (a "
+         "container or seccomp policy, an LSM such as SELinux or AppArmor, or an event that "
+         "needs CAP_PERFMON); run privileged or grant CAP_PERFMON";
+}
+}  // namespace detail
+
 std::string perf_open_error_reason(int err) {
   switch (err) {
     case ENOENT:
       return "no hardware PMU exposed (typical of VMs and containers)";
     case EACCES:
     case EPERM:
-      return "perf_event_paranoid is " + paranoid_level() +
-             ": run `sudo sysctl kernel.perf_event_paranoid=2` or grant CAP_PERFMON";
+      return detail::permission_advice(paranoid_level());
     case EINVAL:
       return "unsupported event or attribute combination";
     case ENOSYS:

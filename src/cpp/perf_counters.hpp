@@ -67,6 +67,9 @@ void inject_open_errno(int err, int count, int skip = 0);
 // read (their pages say index 0) and which are otherwise left unmapped, since mapping and
 // unmapping cost more than the counting. Lets the page lifecycle be tested without a PMU.
 void map_software_pages(bool on);
+// What to do about EACCES/EPERM at this perf_event_paranoid level ("unknown" when unreadable):
+// lowering it helps only at 3 or above; at 2 or below something else refused.
+std::string permission_advice(const std::string& level);
 }  // namespace detail
 
 struct EventStatus {

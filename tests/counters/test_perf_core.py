@@ -9,6 +9,7 @@ import math
 import mmap
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -77,6 +78,22 @@ def test_injected_errno_gives_the_documented_reason(err: int, phrase: str) -> No
     assert not probe.available and probe.error == err
     assert phrase in probe.reason
     assert phrase in _core.perf_open_error_reason(err)
+
+
+@linux_only
+def test_permission_advice_never_asks_for_the_level_already_set() -> None:
+    # Lowering perf_event_paranoid to 2 helps only when it is above 2: at 2 or below the
+    # refusal came from something else, and the advice must say so.
+    try:
+        level = int(Path("/proc/sys/kernel/perf_event_paranoid").read_text())
+    except (OSError, ValueError):
+        pytest.skip("perf_event_paranoid cannot be read here")
+    reason = _core.perf_open_error_reason(errno.EACCES)
+    assert f"perf_event_paranoid is {level}:" in reason
+    if level <= 2:
+        assert "sysctl" not in reason and "something else refused" in reason
+    else:
+        assert "kernel.perf_event_paranoid=2" in reason
 
 
 def _group_or_skip(names: list[str]) -> _core.CounterGroup:

@@ -1,13 +1,16 @@
 // test_bandwidth.cpp — native tests of the memory-bandwidth and FMA-peak kernels: STREAM
 // byte counting, ordering of cache levels, thread scaling kept generous (the machine is
-// shared), FLOP per cycle against the ISA's promise, and every error path.
+// shared), FLOP per cycle against the ISA's promise, every error path, and interrupts.
+#include <chrono>
 #include <cmath>
 #include <stdexcept>
 #include <string>
 
 #include "bandwidth.hpp"
 #include "harness.hpp"
+#include "interrupt.hpp"
 #include "peak.hpp"
+#include "stop_check.hpp"
 
 namespace fb = fastbench;
 
@@ -119,6 +122,56 @@ void test_peak_rejects_bad_input() {
   CHECK_THROWS(std::invalid_argument, fb::core_hz(0.0), "[core_hz]");
 }
 
+// Seconds since `t0`.
+double since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Asked for 30 s of work, each kernel stops at the first check of a scope that asks to stop
+// at once (a bound of 15 s leaves any loaded machine room), on 1 and 2 threads.
+void test_interrupt_stops_long_kernels() {
+  for (int threads : {1, 2}) {
+    // A slice longer than one piece of a pass, so the pieces are checked too.
+    for (std::size_t bytes : {std::size_t{1} << 20, std::size_t{48} << 20}) {
+      StopCheck stop;
+      const StopScope scope(stop);
+      const auto t0 = std::chrono::steady_clock::now();
+      CHECK_THROWS(fb::Interrupted, fb::bandwidth("triad", bytes, threads, 30.0),
+                   "[bandwidth] interrupted");
+      CHECK(since(t0) < 15.0 && stop.calls == 1 && !stop.foreign_thread, "bandwidth ", bytes,
+            " threads=", threads, ": ", since(t0), " s, calls ", stop.calls.load());
+    }
+    StopCheck stop;
+    const StopScope scope(stop);
+    const auto t0 = std::chrono::steady_clock::now();
+    CHECK_THROWS(fb::Interrupted, fb::peak_flops("float32", threads, false, 30.0),
+                 "[peak_flops] interrupted");
+    CHECK(since(t0) < 15.0 && stop.calls == 1 && !stop.foreign_thread, "peak_flops threads=",
+          threads, ": ", since(t0), " s, calls ", stop.calls.load());
+  }
+  StopCheck stop;
+  const StopScope scope(stop);
+  const auto t0 = std::chrono::steady_clock::now();
+#if defined(__x86_64__)
+  CHECK_THROWS(fb::Interrupted, fb::core_hz(30.0), "[core_hz] interrupted");
+#else
+  fb::core_hz(30.0);  // no chain to run: returns 0 at once
+#endif
+  CHECK(since(t0) < 15.0, "core_hz: ", since(t0), " s");
+}
+
+// A check that never asks to stop leaves results as they were.
+void test_interrupt_check_that_never_stops_changes_nothing() {
+  StopCheck never;
+  never.stop_from = 0;
+  const StopScope scope(never);
+  const fb::BandwidthResult bw = fb::bandwidth("copy", 1 << 20, 2, 0.03);
+  CHECK(bw.passes >= 3 && bw.gb_per_s > 0 && never.calls >= 1, bw.passes, " passes, calls ",
+        never.calls.load());
+  const fb::PeakResult peak = fb::peak_flops("float64", 2, false, 0.03);
+  CHECK(peak.flops_per_s > 0 && peak.seconds >= 0.03, peak.flops_per_s, " ", peak.seconds);
+}
+
 const Test kTests[] = {
     {"bytes_are_counted_as_stream", test_bytes_are_counted_as_stream},
     {"large_working_sets_take_every_kind", test_large_working_sets_take_every_kind},
@@ -128,6 +181,9 @@ const Test kTests[] = {
     {"peak_is_within_what_the_isa_promises", test_peak_is_within_what_the_isa_promises},
     {"core_clock_is_plausible", test_core_clock_is_plausible},
     {"peak_rejects_bad_input", test_peak_rejects_bad_input},
+    {"interrupt_stops_long_kernels", test_interrupt_stops_long_kernels},
+    {"interrupt_check_that_never_stops_changes_nothing",
+     test_interrupt_check_that_never_stops_changes_nothing},
 };
 
 }  // namespace

@@ -14,10 +14,12 @@
 #include <vector>
 
 #include "conv.hpp"
+#include "interrupt.hpp"
 #include "isa.hpp"
 
 #include "harness.hpp"
 #include "isa_cap.hpp"
+#include "stop_check.hpp"
 
 namespace fb = fastbench;
 
@@ -214,6 +216,38 @@ void test_output_buffer_fully_written() {
   }
 }
 
+// A scope whose check asks to stop at once: both paths, on 1 and 2 threads, throw
+// Interrupted, and one thread on the direct path writes nothing.
+void test_interrupt_stops_conv2d() {
+  const fb::Conv2dShape s = shape(2, 16, 24, 24, 16, 3, 3, 1, 1, 1, 1);
+  const std::vector<float> x = random_floats(2 * 16 * 24 * 24, 9);
+  const std::vector<float> w = random_floats(16 * 16 * 9, 10);
+  for (const char* algo : {"im2col", "direct"}) {
+    for (int threads : {1, 2}) {
+      std::vector<float> y(2 * 16 * 24 * 24, std::numeric_limits<float>::quiet_NaN());
+      StopCheck stop;
+      {
+        const StopScope scope(stop);
+        CHECK_THROWS(fb::Interrupted,
+                     fb::conv2d(s, x.data(), w.data(), nullptr, y.data(), algo, threads),
+                     "[conv2d] interrupted");
+      }
+      CHECK(stop.calls == 1 && !stop.foreign_thread, algo, " threads=", threads, " calls ",
+            stop.calls.load());
+      if (threads == 1 && std::string(algo) == "direct") {
+        std::size_t written = 0;
+        for (float v : y) written += std::isnan(v) ? 0 : 1;
+        CHECK(written == 0, written, " outputs written after the interrupt");
+      }
+    }
+  }
+  // A check that never asks to stop changes nothing.
+  StopCheck never;
+  never.stop_from = 0;
+  const StopScope scope(never);
+  check_case(shape(1, 16, 28, 28, 16, 3, 3, 1, 1, 1, 1), 53);
+}
+
 // ---- formulas -----------------------------------------------------------------------------
 
 void test_output_size() {
@@ -348,6 +382,7 @@ const Test kTests[] = {
     {"large_enough_to_thread", test_large_enough_to_thread},
     {"many_input_channels", test_many_input_channels},
     {"output_buffer_fully_written", test_output_buffer_fully_written},
+    {"interrupt_stops_conv2d", test_interrupt_stops_conv2d},
     {"output_size", test_output_size},
     {"flops", test_flops},
     {"auto algo", test_auto_algo},

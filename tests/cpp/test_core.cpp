@@ -1,5 +1,6 @@
 // test_core.cpp — the native tests of the platform-free core: clock conversion and TSC
-// calibration, the timing loop, the loop-count search, sample batches, spins, CPU flags.
+// calibration, the timing loop, the loop-count search, sample batches, spins, CPU flags, the
+// thread pool (its cap, its wake-ups, a forked child) and interrupt scopes.
 // A harness of its own, no framework: CHECK records file:line and a message and never
 // aborts; hardware-dependent tests skip with a reason. No Python here. Timing asserts are
 // generous (CI runs on shared VMs): ordering, positivity and wide bands, except the 1% TSC
@@ -16,14 +17,24 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "clock.hpp"
 #include "cpu.hpp"
+#include "gemm.hpp"
+#include "interrupt.hpp"
 #include "parallel.hpp"
 #include "timing.hpp"
 
 #include "harness.hpp"
+#include "stop_check.hpp"
+
+#if defined(__unix__)
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#endif
 
 namespace fb = fastbench;
 
@@ -597,8 +608,136 @@ void test_run_parallel_runs_every_tid_and_rethrows() {
   CHECK_THROWS(std::invalid_argument, fb::resolve_threads(-1, "who"), "[who]");
 }
 
+// A call wakes only the workers it uses: after a call of max_threads(), calls of 2 threads
+// wake one worker each (with one condition variable for all, each woke every worker).
+void test_pool_wakes_only_the_workers_a_call_uses() {
+  const int most = fb::max_threads();
+  CHECK(most == fb::kMaxThreadsPerCpu * fb::hardware_threads(), most);
+  fb::run_parallel(most, [](int, int) {});
+  const fb::detail::PoolStats big = fb::detail::pool_stats();
+  CHECK(big.workers == most - 1, big.workers, " workers after a call of ", most);
+  std::atomic<int> ran{0};
+  for (int round = 0; round < 20; ++round) fb::run_parallel(2, [&](int, int) { ran += 1; });
+  const fb::detail::PoolStats after = fb::detail::pool_stats();
+  CHECK(ran.load() == 40, ran.load());
+  CHECK(after.wakeups - big.wakeups == 20, after.wakeups - big.wakeups, " wake-ups for 20 calls");
+  CHECK(after.workers == big.workers, after.workers);
+}
+
+void test_threads_above_the_cap_are_refused() {
+  const int most = fb::max_threads();
+  CHECK(fb::resolve_threads(most, "who") == most, fb::resolve_threads(most, "who"));
+  CHECK(fb::resolve_threads(fb::kMaxThreadsPerCpu, "who") == fb::kMaxThreadsPerCpu, "8 always");
+  CHECK_THROWS(std::invalid_argument, fb::resolve_threads(most + 1, "who"), "[who] threads is");
+  CHECK_THROWS(std::invalid_argument,
+               fb::resolve_threads(std::numeric_limits<int>::max(), "who"), "[who] threads is");
+  CHECK_THROWS(std::invalid_argument, fb::run_parallel(most + 1, [](int, int) {}),
+               "[run_parallel] nthreads");
+}
+
+// The parent's workers are not copied into a forked child: the pool must start afresh there
+// instead of waiting on them forever. The parent gives the child 60 s, then kills it.
+void test_pool_starts_afresh_in_a_forked_child() {
+#if defined(__SANITIZE_THREAD__)
+  skip("ThreadSanitizer does not start threads in a child forked from a threaded process");
+#elif defined(__unix__)
+  fb::run_parallel(2, [](int, int) {});  // the pool has a worker now
+  const pid_t pid = fork();
+  if (pid == 0) {
+    std::atomic<int> ran{0};
+    fb::run_parallel(2, [&](int, int) { ran += 1; });
+    std::vector<double> a(128 * 128, 1.0), c(128 * 128, 0.0);
+    fb::gemm(128, 128, 128, 1.0, a.data(), 128, a.data(), 128, 0.0, c.data(), 128, 2);
+    _exit(ran.load() == 2 && c[0] == 128.0 && c.back() == 128.0 ? 0 : 3);
+  }
+  CHECK(pid > 0, "fork failed");
+  if (pid <= 0) return;
+  int status = 0;
+  bool exited = false;
+  for (int i = 0; i < 6000 && !exited; ++i) {
+    exited = waitpid(pid, &status, WNOHANG) == pid;
+    if (!exited) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (!exited) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+  }
+  CHECK(exited, "the child hung in run_parallel");
+  CHECK(exited && WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status ", status);
+#else
+  skip("no fork here");
+#endif
+}
+
+// ---- interrupt ---------------------------------------------------------------------------
+
+void test_interrupt_check_runs_on_its_thread_and_helpers_see_its_flag() {
+  CHECK(!fb::interrupt_requested(), "no scope installed");
+  StopCheck stop;
+  {
+    const fb::InterruptScope scope(&StopCheck::check, &stop);
+    CHECK(!fb::interrupt_requested() && stop.calls == 0, "checked before the first poll delay");
+    wait_first_poll();
+    CHECK(fb::interrupt_requested() && stop.calls == 1, "calls ", stop.calls.load());
+    // Workers of a region, and of a region nested in it (fresh threads), see the flag and
+    // never run the check themselves.
+    std::atomic<int> saw{0};
+    fb::run_parallel(3, [&](int, int) {
+      if (fb::interrupt_requested()) saw += 1;
+      fb::run_parallel(2, [&](int, int) {
+        if (fb::interrupt_requested()) saw += 1;
+      });
+    });
+    CHECK(saw.load() == 9, saw.load(), " of 9 threads saw the flag");
+    CHECK(stop.calls == 1 && !stop.foreign_thread, "calls ", stop.calls.load());
+    CHECK_THROWS(fb::Interrupted, fb::throw_if_interrupted("who"), "[who] interrupted");
+  }
+  CHECK(!fb::interrupt_requested(), "the scope ended");
+  fb::throw_if_interrupted("who");  // no scope: nothing to throw
+  // Scopes nest: an inner scope that never stops hides the outer one's flag until it ends.
+  StopCheck never;
+  never.stop_from = 0;
+  {
+    const StopScope outer(stop);
+    CHECK(fb::interrupt_requested(), "outer");
+    {
+      const StopScope inner(never);
+      CHECK(!fb::interrupt_requested() && never.calls == 1, "inner calls ", never.calls.load());
+    }
+    CHECK(fb::interrupt_requested(), "outer again");
+  }
+}
+
+// A worker that waits for the flag ends only if the caller runs the check while it waits.
+void test_run_parallel_polls_while_it_waits_for_workers() {
+  StopCheck stop;
+  stop.stop_from = 3;  // the flag goes up a few checks (tens of ms) into the wait
+  const fb::InterruptScope scope(&StopCheck::check, &stop);
+  std::atomic<bool> gave_up{false};
+  fb::run_parallel(2, [&](int tid, int) {
+    if (tid == 0) return;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (!fb::interrupt_requested()) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        gave_up = true;
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  });
+  CHECK(!gave_up.load(), "the caller never ran the check while it waited");
+  CHECK(stop.calls >= 3 && !stop.foreign_thread, "calls ", stop.calls.load());
+}
+
 const Test kTests[] = {
     {"run_parallel_runs_every_tid_and_rethrows", test_run_parallel_runs_every_tid_and_rethrows},
+    {"pool_wakes_only_the_workers_a_call_uses", test_pool_wakes_only_the_workers_a_call_uses},
+    {"threads_above_the_cap_are_refused", test_threads_above_the_cap_are_refused},
+    {"pool_starts_afresh_in_a_forked_child", test_pool_starts_afresh_in_a_forked_child},
+    {"interrupt_check_runs_on_its_thread_and_helpers_see_its_flag",
+     test_interrupt_check_runs_on_its_thread_and_helpers_see_its_flag},
+    {"run_parallel_polls_while_it_waits_for_workers",
+     test_run_parallel_polls_while_it_waits_for_workers},
     {"steady_conversion_is_identity", test_steady_conversion_is_identity},
     {"tsc_conversion_round_trip", test_tsc_conversion_round_trip},
     {"calibrate_tsc_rejects_bad_arguments", test_calibrate_tsc_rejects_bad_arguments},

@@ -2,7 +2,8 @@
 // shapes (1×1×1, primes, tall/skinny, sizes straddling mr/nr/kc/mc), padded leading
 // dimensions, alpha/beta cases (beta 0 over NaN), k == 0, both dtypes, 1 and 2 threads, on
 // the AVX2 path where the CPU has it and with the ISA capped at portable; units of work shared
-// between threads; then the error paths.
+// between threads; then the error paths, an output sharing memory with an input, and
+// interrupts.
 // Sizes stay small enough for ASan Debug; Release adds a large check and a GFLOP/s note.
 #include <chrono>
 #include <cmath>
@@ -15,10 +16,12 @@
 #include <vector>
 
 #include "gemm.hpp"
+#include "interrupt.hpp"
 #include "isa.hpp"
 
 #include "harness.hpp"
 #include "isa_cap.hpp"
+#include "stop_check.hpp"
 
 namespace fb = fastbench;
 
@@ -232,17 +235,114 @@ struct SmallUnits {
   SmallUnits& operator=(const SmallUnits&) = delete;
 };
 
+// C is written while A and B are read: a C that shares memory with either is refused, where
+// they are read (k > 0, alpha != 0); operands side by side in one buffer are fine.
+void test_output_sharing_an_input_is_refused() {
+  std::vector<double> buf(3 * 64, 1.0);
+  double* a = buf.data();
+  double* b = buf.data() + 64;
+  CHECK_THROWS(std::invalid_argument, fb::gemm(8, 8, 8, 1.0, a, 8, b, 8, 0.0, a, 8),
+               "[gemm] c shares memory with a");
+  CHECK_THROWS(std::invalid_argument, fb::gemm(8, 8, 8, 1.0, a, 8, b, 8, 0.0, b, 8),
+               "[gemm] c shares memory with b");
+  // Overlapping views: C's first rows are A's last ones.
+  CHECK_THROWS(std::invalid_argument, fb::gemm(8, 8, 8, 1.0, a, 8, b + 64, 8, 0.0, a + 40, 8),
+               "[gemm] c shares memory with a");
+  // Padded rows: C starts in the last row of B.
+  CHECK_THROWS(std::invalid_argument, fb::gemm(4, 4, 4, 1.0, a, 4, b, 16, 0.0, b + 50, 4),
+               "[gemm] c shares memory with b");
+  std::vector<float> f(3 * 16, 2.0f);
+  CHECK_THROWS(std::invalid_argument,
+               fb::gemm(4, 4, 4, 1.0f, f.data(), 4, f.data() + 16, 4, 0.0f, f.data() + 8, 4, 2),
+               "[gemm] c shares memory with a");
+  // Side by side: a, b, c.
+  fb::gemm(8, 8, 8, 1.0, a, 8, b, 8, 0.0, buf.data() + 128, 8);
+  CHECK(buf[128] == 8.0 && buf.back() == 8.0, buf[128], " ", buf.back());
+  // A and B not read: C only scaled.
+  fb::gemm(8, 8, 0, 1.0, a, 8, b, 8, 2.0, a, 8);
+  fb::gemm(8, 8, 8, 0.0, a, 8, b, 8, 0.5, a, 8);
+  CHECK(buf[0] == 1.0 && buf[63] == 1.0, buf[0], " ", buf[63]);
+}
+
+// A scope whose check asks to stop at once: gemm throws Interrupted on 1, 2 and 3 threads;
+// on one thread before writing any of C (which starts as NaN, with beta 0).
+void test_interrupt_stops_gemm() {
+  const std::size_t n = 300;
+  const std::vector<double> a = random_values<double>(n * n, 1);
+  for (int threads : {1, 2, 3}) {
+    std::vector<double> c(n * n, std::numeric_limits<double>::quiet_NaN());
+    StopCheck stop;
+    {
+      const StopScope scope(stop);
+      CHECK_THROWS(fb::Interrupted,
+                   fb::gemm(n, n, n, 1.0, a.data(), n, a.data(), n, 0.0, c.data(), n, threads),
+                   "[gemm] interrupted");
+    }
+    if (threads == 1) {
+      std::size_t written = 0;
+      for (double x : c) written += std::isnan(x) ? 0 : 1;
+      CHECK(written == 0, written, " elements of C written after the interrupt");
+    }
+    CHECK(stop.calls == 1 && !stop.foreign_thread, "threads=", threads, " calls ",
+          stop.calls.load());
+  }
+}
+
+// The flag rises in the middle of a run of products whose units change hands (3 threads,
+// small units): every product before it is right, the interrupted one throws, and nothing
+// waits forever on a unit left unclaimed.
+void test_interrupt_in_the_middle_of_shared_units() {
+  const SmallUnits small;
+  const std::size_t m = 150, n = 170, k = 190;
+  const std::vector<double> a = random_values<double>(m * k, 2);
+  const std::vector<double> b = random_values<double>(k * n, 3);
+  std::vector<double> want(m * n, 0.0);
+  for (std::size_t i = 0; i < m; ++i) {
+    for (std::size_t p = 0; p < k; ++p) {
+      for (std::size_t j = 0; j < n; ++j) want[i * n + j] += a[i * k + p] * b[p * n + j];
+    }
+  }
+  StopCheck stop;
+  stop.stop_from = 3;  // two checks (20 ms or more of products) pass first
+  const fb::InterruptScope scope(&StopCheck::check, &stop);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  int completed = 0;
+  bool interrupted = false;
+  while (!interrupted && std::chrono::steady_clock::now() < deadline) {
+    std::vector<double> c(m * n, std::numeric_limits<double>::quiet_NaN());
+    try {
+      fb::gemm(m, n, k, 1.0, a.data(), k, b.data(), n, 0.0, c.data(), n, 3);
+    } catch (const fb::Interrupted&) {
+      interrupted = true;
+      continue;
+    }
+    ++completed;
+    for (std::size_t i = 0; i < m * n; ++i) {
+      if (!(std::fabs(c[i] - want[i]) <= 1e-12 * static_cast<double>(k))) {
+        CHECK(false, "product ", completed, ": C[", i, "] = ", c[i], ", expected ", want[i]);
+        return;
+      }
+    }
+  }
+  CHECK(interrupted, "no interrupt after ", completed, " products and ", stop.calls.load(),
+        " checks");
+  CHECK(!stop.foreign_thread, "the check ran on a worker");
+}
+
 // Threads that finish their own tile run units of the others'. Tiles of unequal width (3 or
 // 5 threads over few column slivers) and several k blocks (beta applied once, later blocks
 // accumulating) make threads take units from tiles in every epoch; each result must still
-// match the reference, and some unit must have changed hands.
+// match the reference, and some unit must have changed hands. A thread only takes units of
+// owners that have started, and on a loaded machine the workers may start after the caller
+// has done its own tile: rounds go on (up to 20 s) until a unit has changed hands.
 template <class T>
 void run_shared_units() {
   const SmallUnits small;
   const Shape shapes[] = {{60, 64, 700}, {97, 50, 300}, {130, 70, 257}, {200, 40, 1100}};
   const std::uint64_t before = fb::detail::gemm_units_shared();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   std::uint64_t seed = 500;
-  for (int round = 0; round < 4; ++round) {
+  for (int round = 0; round < 4 || std::chrono::steady_clock::now() < deadline; ++round) {
     for (const Shape& s : shapes) {
       for (int threads : {2, 3, 5}) {
         Case cs;
@@ -326,6 +426,9 @@ const Test kTests[] = {
     {"alpha_zero_ignores_ab", test_alpha_zero_ignores_ab},
     {"empty_is_noop", test_empty_is_noop},
     {"errors", test_errors},
+    {"output_sharing_an_input_is_refused", test_output_sharing_an_input_is_refused},
+    {"interrupt_stops_gemm", test_interrupt_stops_gemm},
+    {"interrupt_in_the_middle_of_shared_units", test_interrupt_in_the_middle_of_shared_units},
     {"blocking", test_blocking},
     {"speed_note", test_speed_note},
 };

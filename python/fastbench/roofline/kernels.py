@@ -7,6 +7,7 @@ roofline module does.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -74,10 +75,17 @@ class PeakResult:
 
 
 def _threads(threads: int | None) -> int:
+    """``threads`` for the core: 0 for None (all cores), else an int from 1 to
+    ``_core.max_threads()`` (8 per CPU this process may run on; the pool of workers keeps
+    one per thread ever used, so the cap bounds it), or ValueError naming the range."""
     if threads is None:
         return 0
     if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or threads < 1:
         raise ValueError(f"threads must be None (all cores) or an int >= 1, got {threads!r}")
+    most = _core.max_threads()
+    if threads > most:
+        raise ValueError(f"threads must be None (all cores) or an int from 1 to {most} (8 per "
+                         f"CPU this process may run on), got {threads}")
     return int(threads)
 
 
@@ -114,11 +122,14 @@ def gemm(a: NDArray[Any], b: NDArray[Any], out: NDArray[Any] | None = None, *,
         to C order first; contiguous ones are read in place.
     out : ndarray, optional
         (m, n) C-contiguous array of the same dtype, written in place (read too when beta is
-        not 0). A new array when omitted.
+        not 0). A new array when omitted. ``a`` or ``b`` may share memory with it (``out=a``,
+        overlapping views): such an input is copied first, as numpy's ``matmul`` does, so the
+        result is the product of the inputs as they were.
     alpha, beta : float
         Scale factors; beta 0 ignores what ``out`` held.
     threads : int, optional
-        Threads to use; None means all cores.
+        Threads to use, at most ``8 x`` the CPUs this process may run on; None means all
+        cores.
 
     Returns
     -------
@@ -134,6 +145,9 @@ def gemm(a: NDArray[Any], b: NDArray[Any], out: NDArray[Any] | None = None, *,
         ``beta`` without ``out``, a bad thread count.
     MemoryError
         A result too large to allocate.
+    KeyboardInterrupt
+        Ctrl-C (or what another signal handler raised), noticed within milliseconds; ``out``
+        is then partly written.
     """
     allowed = tuple(_GEMM)
     a = _float_array(a, "a", 2, allowed)
@@ -159,18 +173,32 @@ def gemm(a: NDArray[Any], b: NDArray[Any], out: NDArray[Any] | None = None, *,
             raise ValueError("out must be C-contiguous (it is written in place)")
         if not out.flags.writeable:
             raise ValueError("out is read-only")
+        # The kernel writes out block by block while it still reads a and b: an input that
+        # may share memory with out (same address range) is read from a copy.
+        if np.may_share_memory(a, out):
+            a = a.copy()
+        if np.may_share_memory(b, out):
+            b = b.copy()
     _GEMM[a.dtype](np.ascontiguousarray(a), np.ascontiguousarray(b), out, alpha, beta,
                    nthreads)
     return out
 
 
 def _pair(value: int | Sequence[int], name: str, minimum: int) -> tuple[int, int]:
-    pair = (value, value) if isinstance(value, (int, np.integer)) else tuple(value)
+    if isinstance(value, (int, np.integer)):
+        pair: tuple[Any, ...] = (value, value)
+    elif isinstance(value, (tuple, list, np.ndarray)):
+        pair = tuple(value)
+    else:  # a float, a str, ...: not a size in pixels
+        pair = ()
     if (len(pair) != 2 or any(isinstance(v, bool) or not isinstance(v, (int, np.integer))
                               for v in pair)):
-        raise TypeError(f"{name} must be an int or a pair of ints, got {value!r}")
+        raise TypeError(f"{name} must be an int or a pair of ints, got "
+                        f"{type(value).__name__} {value!r}")
     if any(v < minimum for v in pair):
         raise ValueError(f"{name} must be >= {minimum}, got {value!r}")
+    if any(v > sys.maxsize for v in pair):
+        raise ValueError(f"{name} must be at most {sys.maxsize}, got {value!r}")
     return int(pair[0]), int(pair[1])
 
 
@@ -198,7 +226,7 @@ def conv2d(x: NDArray[np.float32], weight: NDArray[np.float32],
         channels per group × kernel area, is shorter than 64 (depthwise and other thin
         grouped convolutions), im2col otherwise.
     threads : int, optional
-        None means all cores.
+        At most ``8 x`` the CPUs this process may run on; None means all cores.
 
     Returns
     -------
@@ -208,9 +236,11 @@ def conv2d(x: NDArray[np.float32], weight: NDArray[np.float32],
     Raises
     ------
     TypeError
-        Not float32 numpy arrays, or badly typed parameters.
+        Not float32 numpy arrays, or badly typed parameters (a float stride).
     ValueError
         Shapes that do not agree, an empty output, a bad algo or thread count.
+    KeyboardInterrupt
+        Ctrl-C (or what another signal handler raised), noticed within milliseconds.
     """
     f32 = (np.dtype(np.float32),)
     x = _float_array(x, "x", 4, f32)
@@ -219,8 +249,9 @@ def conv2d(x: NDArray[np.float32], weight: NDArray[np.float32],
         bias = np.ascontiguousarray(_float_array(bias, "bias", 1, f32))
     if algo not in ("auto", "im2col", "direct"):
         raise ValueError(f"algo must be 'auto', 'im2col' or 'direct', got {algo!r}")
-    if isinstance(groups, bool) or not isinstance(groups, (int, np.integer)) or groups < 1:
-        raise ValueError(f"groups must be an int >= 1, got {groups!r}")
+    if (isinstance(groups, bool) or not isinstance(groups, (int, np.integer)) or groups < 1
+            or groups > sys.maxsize):
+        raise ValueError(f"groups must be an int from 1 to {sys.maxsize}, got {groups!r}")
     return _core.conv2d(np.ascontiguousarray(x), np.ascontiguousarray(weight), bias,
                         _pair(stride, "stride", 1), _pair(padding, "padding", 0),
                         _pair(dilation, "dilation", 1), int(groups), algo, _threads(threads))
@@ -237,7 +268,8 @@ def bandwidth(kind: str, nbytes: int, threads: int | None = None,
         All arrays together, in bytes; sizes below the L1 cache measure L1, far above the
         last-level cache measure DRAM.
     threads : int, optional
-        None means all cores; each thread works on its own slice.
+        None means all cores; each thread works on its own slice. At most ``8 x`` the CPUs
+        this process may run on.
     min_time_s : float
         Seconds of timed passes at least (after one warm pass).
 
@@ -245,11 +277,17 @@ def bandwidth(kind: str, nbytes: int, threads: int | None = None,
     -------
     BandwidthResult
         GB/s (1e9 bytes per second) of the fastest pass, STREAM's byte counting.
+
+    Raises
+    ------
+    KeyboardInterrupt
+        Ctrl-C (or what another signal handler raised), noticed within milliseconds.
     """
     if kind not in BANDWIDTH_KINDS:
         raise ValueError(f"kind must be one of {', '.join(BANDWIDTH_KINDS)}, got {kind!r}")
-    if isinstance(nbytes, bool) or not isinstance(nbytes, (int, np.integer)) or nbytes < 1:
-        raise ValueError(f"nbytes must be a positive int, got {nbytes!r}")
+    if (isinstance(nbytes, bool) or not isinstance(nbytes, (int, np.integer)) or nbytes < 1
+            or nbytes > sys.maxsize):
+        raise ValueError(f"nbytes must be an int from 1 to {sys.maxsize}, got {nbytes!r}")
     r = _core.bandwidth(kind, int(nbytes), _threads(threads), float(min_time_s))
     return BandwidthResult(r.kind, r.working_set_bytes, r.arrays, r.bytes_per_pass,
                            r.write_allocate_bytes_per_pass, r.best_s, r.median_s, r.gb_per_s,
@@ -264,18 +302,23 @@ def peak_flops(dtype: str = "float32", threads: int | None = None, *, add_mix: b
     ----------
     dtype : {"float32", "float64"}
     threads : int, optional
-        None means all cores.
+        None means all cores; at most ``8 x`` the CPUs this process may run on.
     add_mix : bool
         Interleave independent adds with the FMAs (gains where the core has separate add
         pipes, as AMD Zen does).
     min_time_s : float
-        Seconds per thread at least.
+        Seconds per thread at least (each thread stops once they have passed).
 
     Returns
     -------
     PeakResult
         FLOP/s (2 per FMA lane, 1 per add lane), the measured core clock, FLOP per cycle and
         what the detected ISA promises per cycle.
+
+    Raises
+    ------
+    KeyboardInterrupt
+        Ctrl-C (or what another signal handler raised), noticed within milliseconds.
     """
     name = np.dtype(dtype).name if dtype in ("float32", "float64", np.float32, np.float64) \
         else dtype

@@ -100,7 +100,9 @@ def measure(
         ``functools.partial`` for keywords that clash with the ones below. With
         ``processes``, a module-level function or a ``"module:function"`` string.
     warmup : int
-        Samples run before the counted ones and kept apart (``warmup_samples_ns``).
+        Samples run before the counted ones and kept apart (``warmup_samples_ns``); fewer
+        (at least one) when ``max_time_s`` runs out first. At most 2**40, as ``repeat`` and
+        ``loops``.
     min_time_s : float
         Minimum duration of one sample in seconds (default 100 µs); ``loops`` is chosen to
         reach it (and at least 1000 clock-resolution steps). Short samples are the default
@@ -127,8 +129,9 @@ def measure(
     disable_gc : bool
         Pause the cyclic garbage collector during the run (restored afterwards).
     max_time_s : float, optional
-        Time budget in seconds for the counted samples; sampling stops when it is spent
-        (``stop_reason == "max_time_s"``). At least one sample is always taken.
+        Time budget in seconds for the warmup and the counted samples together; sampling
+        stops when it is spent (``stop_reason == "max_time_s"``). At least one counted sample
+        is always taken.
     target_rel_ci : float, optional
         Keep sampling until the 95% CI of the median is within ``±target_rel_ci`` of the
         median (e.g. 0.01 for ±1%; ``stop_reason == "target_rel_ci"``) or the budget ends
@@ -185,8 +188,8 @@ def measure(
         ``fn`` is not callable, a count or duration has the wrong type, or ``memory`` is
         not a bool.
     ValueError
-        A count below its minimum, a non-finite or non-positive duration, a target outside
-        (0, 1), an unknown clock.
+        A count below its minimum or above 2**40, a non-finite or non-positive duration, a
+        target outside (0, 1), an unknown clock.
     ClockUnavailable
         The requested clock cannot be used here.
     KeyboardInterrupt

@@ -20,6 +20,11 @@ DEFAULT_SAMPLE_S = 1e-4
 DEFAULT_DURATION_S = 1.0
 
 COUNTERS_MISSING = ("raise", "skip")
+# The most loops per sample, warmup samples or counted samples a run accepts: 2**40, the
+# calibration's own ceiling of loops. More is beyond any run that fits in a day or in memory,
+# and the native loop counts them in 64 bits (loops=2**64-1 passed the old checks and ran
+# forever; repeat=2**64 failed deep inside the binding).
+MAX_COUNT = 1 << 40
 
 
 @dataclass(frozen=True)
@@ -60,16 +65,18 @@ def run_config(
         A count that is not an int, a duration or target that is not a number, a clock
         name that is not a str.
     ValueError
-        A count below its minimum, a non-finite or non-positive duration, a target outside
-        (0, 1), an unknown clock or event, ``counters_missing`` not "raise" or "skip".
+        A count below its minimum (0 for warmup, else 1) or above MAX_COUNT, a non-finite
+        or non-positive duration, a target outside (0, 1), an unknown clock or event,
+        ``counters_missing`` not "raise" or "skip".
     ClockUnavailable
         The requested clock cannot be used here.
     """
     return RunConfig(
-        warmup=check_int("warmup", warmup, 0),
+        warmup=check_int("warmup", warmup, 0, maximum=MAX_COUNT),
         min_time_s=check_seconds("min_time_s", min_time_s),
-        repeat=check_int("repeat", repeat, 1, say_positive=False),
-        loops=None if loops is None else check_int("loops", loops, 1, say_positive=False),
+        repeat=check_int("repeat", repeat, 1, say_positive=False, maximum=MAX_COUNT),
+        loops=None if loops is None else check_int("loops", loops, 1, say_positive=False,
+                                                   maximum=MAX_COUNT),
         clock=resolve_clock(clock),  # type: ignore[arg-type]  # checked inside
         disable_gc=bool(disable_gc),
         max_time_s=None if max_time_s is None else check_seconds("max_time_s", max_time_s),

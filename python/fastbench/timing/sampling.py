@@ -1,7 +1,8 @@
-"""The order of a run: prepare a target (loops, warmup, floors), take ``repeat`` samples,
-more until ``duration_s`` has passed (and more while interference phases held most of it),
-more while a precision target is unmet, then the counted samples; all with the cyclic GC
-paused as asked (:func:`gc_paused`). The samples themselves are taken natively by the target.
+"""The order of a run: prepare a target (loops, floors), warm it up within the time budget,
+take ``repeat`` samples, more until ``duration_s`` has passed (and more while interference
+phases held most of it), more while a precision target is unmet, then the counted samples;
+all with the cyclic GC paused as asked (:func:`gc_paused`). The samples themselves are taken
+natively by the target.
 """
 
 from __future__ import annotations
@@ -80,6 +81,20 @@ def _wait_out_interference(target: Target, cfg: RunConfig, samples: list[float],
     return elapsed, cfg.max_time_s is not None and limit == cfg.max_time_s
 
 
+def _warm_up(target: Target, cfg: RunConfig) -> RunConfig:
+    """Run the warmup samples within the budget: ``cfg.warmup`` of them, or fewer (at least
+    one) once ``max_time_s`` has passed. Returns the settings of the counted samples, whose
+    budget is what the warmup left (they still take at least one sample)."""
+    if cfg.warmup == 0:
+        return cfg
+    run = target.sampler.run(target.loops, cfg.warmup, cfg.max_time_s or 0.0)
+    target.warmup_ns = np.asarray(run.sample_ns, dtype=np.float64) / target.loops
+    if cfg.max_time_s is None:
+        return cfg
+    # A spent budget still allows the one counted sample a measurement needs.
+    return replace(cfg, max_time_s=max(cfg.max_time_s - float(run.elapsed_s), 1e-9))
+
+
 def _collect(target: Target, cfg: RunConfig) -> Measurement:
     """Counted samples: ``repeat`` of them, then more until ``duration_s`` has passed (and
     more while interference phases held most of it), then more while the precision target
@@ -130,8 +145,10 @@ def run_target(target: Target, cfg: RunConfig) -> Measurement:
         if lacking:  # before the timed samples, not after them
             raise CountersUnavailable(lacking, "counters_missing='skip'")
     with gc_paused(cfg.disable_gc):
-        target.prepare(cfg)
-        m = _collect(target, cfg)
+        # The warmup runs here, after the loops search and the floors, so that the budget
+        # bounds it: warmup=10**12 with max_time_s ran until the machine was switched off.
+        target.prepare(replace(cfg, warmup=0))
+        m = _collect(target, _warm_up(target, cfg))
         if cfg.counters is None:
             return m
         # Counted samples come after the timed ones, so reading the counters never sits

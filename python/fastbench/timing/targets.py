@@ -50,7 +50,10 @@ class Target:
             self.loops, self.calibration_trials = int(cal.loops), int(cal.trials)
         else:
             self.loops, self.calibration_trials = cfg.loops, 0
-        warm = self.sampler.run(self.loops, cfg.warmup).sample_ns if cfg.warmup else []
+        # The warmup stops at the budget too (at least one sample): warmup=10**12 with
+        # max_time_s must not run until the machine is switched off.
+        warm = (self.sampler.run(self.loops, cfg.warmup, cfg.max_time_s or 0.0).sample_ns
+                if cfg.warmup else [])
         self.warmup_ns = np.asarray(warm, dtype=np.float64) / self.loops
         empty = _core.Sampler.empty(self.clock).run(self.loops, _FLOOR_SAMPLES).sample_ns
         noop = self.floor.run(self.loops, _FLOOR_SAMPLES).sample_ns
