@@ -296,10 +296,18 @@ def test_two_disturbed_rounds_do_not_hide_a_clear_slowdown() -> None:
                 rounds=15, loops=loops, warmup=0, min_time_s=0.002)
     r = c.results["cand"]
     ratios = c.measurements["baseline"].samples_ns / c.measurements["cand"].samples_ns
-    assert int(np.sum(ratios < 1.0)) == 13, ratios  # the set-up is as intended
-    assert r.speedup_ci is not None and r.speedup_ci[1] < 1.0
-    assert r.speedup < 0.6
-    assert r.verdict == "slower", (r.p_value, r.speedup_ci)
+    assert ratios[3] > 1.0 and ratios[9] > 1.0, ratios  # the disturbed rounds are there
+    # The oracle is the sign test on the pairs as they came out: on a quiet host 13 of 15
+    # say "slower" (p = 0.007); a busy host may disturb a further round, and the verdict
+    # must still follow the pairs, never the signed-rank test the outliers mislead.
+    slower = int(np.sum(ratios < 1.0))
+    p_sign = sps.binomtest(slower, len(ratios)).pvalue
+    if p_sign < 0.05:
+        assert r.speedup_ci is not None and r.speedup_ci[1] < 1.0
+        assert r.speedup < 0.6
+        assert r.verdict == "slower", (slower, r.p_value, r.speedup_ci)
+    else:
+        assert r.verdict == NO_DIFF, (slower, r.p_value)
 
 
 # -- multiple testing -------------------------------------------------------------------------
