@@ -667,10 +667,15 @@ void conv2d(const Conv2dShape& s, const float* x, const float* w, const float* b
   const bool small = outputs < kMinParallelWork && outputs * p.taps < kMinParallelWork &&
                      p.taps < kMinParallelWork;
   if (small) nthreads = 1;
-  if (direct) {
-    conv_direct(p, x, w, bias, y, nthreads);
-  } else {
-    conv_im2col(p, x, w, bias, y, nthreads);
+  try {
+    if (direct) {
+      conv_direct(p, x, w, bias, y, nthreads);
+    } else {
+      conv_im2col(p, x, w, bias, y, nthreads);
+    }
+  } catch (const Interrupted&) {
+    // The im2col path's GEMM saw the interrupt first; the caller asked for a conv2d.
+    throw Interrupted("[conv2d] interrupted");
   }
   throw_if_interrupted("conv2d");
 }
