@@ -81,6 +81,15 @@ CpuFeatures detect() {
       f.avx512dq = ((r7.b >> 17) & 1u) && zmm_ok;
       f.avx512bw = ((r7.b >> 30) & 1u) && zmm_ok;
       f.avx512vl = ((r7.b >> 31) & 1u) && zmm_ok;
+      // Leaf 7.0 ECX[11] AVX512_VNNI; leaf 7.1 EAX[4] AVX-VNNI, EAX[5] AVX512_BF16, read
+      // only where leaf 7.0 EAX says subleaf 1 exists (Intel SDM vol. 2A, CPUID; AMD APM
+      // vol. 3, E.3.6). The 512-bit features count only with the ZMM state, AVX-VNNI with YMM.
+      f.avx512_vnni = ((r7.c >> 11) & 1u) && zmm_ok && f.avx512f;
+      if (r7.a >= 1) {
+        const Regs r71 = cpuid(7, 1);
+        f.avx_vnni = ((r71.a >> 4) & 1u) && ymm_ok && f.avx2;
+        f.avx512_bf16 = ((r71.a >> 5) & 1u) && zmm_ok && f.avx512f;
+      }
     }
   }
 

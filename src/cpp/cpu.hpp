@@ -21,6 +21,9 @@ struct CpuFeatures {
   bool avx512bw = false;
   bool avx512dq = false;
   bool avx512vl = false;
+  bool avx512_vnni = false;    // CPUID 7.0 ECX[11]: vpdpbusd and kin on zmm (and ymm with VL)
+  bool avx512_bf16 = false;    // CPUID 7.1 EAX[5]: vdpbf16ps, vcvtne2ps2bf16 (needs ZMM state)
+  bool avx_vnni = false;       // CPUID 7.1 EAX[4]: VEX-encoded vpdpbusd on ymm (needs YMM state)
   bool rdtscp = false;         // CPUID 0x80000001 EDX[27]
   bool invariant_tsc = false;  // CPUID 0x80000007 EDX[8]: constant rate, runs in all C-states
   bool hypervisor = false;     // CPUID 1 ECX[31]: running under a hypervisor

@@ -66,6 +66,16 @@ Isa active_isa() {
   return cap < best ? cap : best;
 }
 
+bool has_avx512_bf16() {
+  return active_isa() >= Isa::avx512 && cpu_features().avx512_bf16;
+}
+
+bool has_avx512_vnni() {
+  return active_isa() >= Isa::avx512 && cpu_features().avx512_vnni;
+}
+
+bool has_avx_vnni() { return active_isa() >= Isa::avx2 && cpu_features().avx_vnni; }
+
 namespace detail {
 void set_isa_cap(Isa cap) { g_cap.store(static_cast<int>(cap), std::memory_order_relaxed); }
 Isa isa_cap() { return static_cast<Isa>(g_cap.load(std::memory_order_relaxed)); }

@@ -39,6 +39,13 @@ inline Isa kernel_isa(Isa widest) {
   return active < widest ? active : widest;
 }
 
+// Extensions beyond an ISA level, each usable only where the CPU and OS allow it and the
+// active ISA (the cap included) reaches the level it extends: under a cap below avx512 the
+// 512-bit extensions read false, and under portable every one does.
+bool has_avx512_bf16();  // AVX512_BF16: vdpbf16ps (bf16 pairs into float32)
+bool has_avx512_vnni();  // AVX512_VNNI: vpdpbusd (u8 x s8 quads into int32)
+bool has_avx_vnni();     // AVX-VNNI: the VEX (ymm) vpdpbusd, on cores without AVX-512 too
+
 namespace detail {
 // Test hook: cap the ISA of every kernel (process-wide; kWidestIsa lifts the cap).
 void set_isa_cap(Isa cap);

@@ -1,7 +1,10 @@
-// peak.cpp — see peak.hpp. The FMA kernels keep every chain in a ymm register: 12 chains for
-// FMA alone (latency 4 × 2 pipes needs at least 8 in flight on Zen 3 and Skylake), 8 FMA +
-// 6 add chains for the mix, plus two constants: 14–16 of the 16 ymm registers, so nothing
-// spills (checked with objdump -d on the Release object: the hot loops touch no memory).
+// peak.cpp — see peak.hpp. Every chain lives in a register from start to end: ymm kernels
+// run 12 FMA chains (latency 4 x 2 pipes needs at least 8 in flight on Zen and Skylake), or
+// 8 FMA + 6 add chains for the mix, plus two constants: 14-16 of the 16 ymm registers. zmm
+// kernels have 32 registers and run 16 FMA chains, 12 + 12 for the mix, and 16 dot-product
+// chains (vdpbf16ps and vpdpbusd take 4-6 cycles: 16 cover two issued a cycle; the
+// AVX-VNNI ymm kernel runs 12).
+// Checked with objdump -d on the Release object: the hot loops touch no memory.
 // The core clock comes from a chain of dependent integer adds, one per cycle on every x86
 // core since the P6 (Agner Fog, instruction tables).
 #include "peak.hpp"
@@ -21,6 +24,7 @@
 #include "median.hpp"
 #include "parallel.hpp"
 #include "simd/avx2.hpp"
+#include "simd/avx512.hpp"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -42,70 +46,211 @@ constexpr double kChunkS = 2e-3;
 
 // Chains are a = a·m + c (FMA) and b = b + c (add) with m just below 1: the FMA chains
 // converge to c / (1 − m) and never overflow or go denormal however long they run.
-constexpr int kFmaChains = 12;
-constexpr int kMixFma = 8;
-constexpr int kMixAdd = 6;
+// Dot-product chains add products of small constants: bf16 chains grow by 2e-6 a trip and
+// stay far from overflow; int8 chains wrap modulo 2^32, as the instruction defines.
+constexpr int kYmmFma = 12;
+constexpr int kYmmMixFma = 8;
+constexpr int kYmmMixAdd = 6;
+constexpr int kZmmFma = 16;
+constexpr int kZmmMixFma = 12;
+constexpr int kZmmMixAdd = 12;
+constexpr int kDotChains = 16;
 
 struct Kernel {
-  double flops_per_iter = 0.0;
   double (*run)(std::uint64_t iters) = nullptr;  // returns a sink of the chains
+  int fma_per_iter = 0;
+  int add_per_iter = 0;
+  double flops_per_instruction = 0.0;  // per FMA or dot product; an add is half an FMA
+  int vector_bits = 0;
+  const char* instruction = "";
+  double flops_per_iter() const {
+    return fma_per_iter * flops_per_instruction + add_per_iter * flops_per_instruction / 2;
+  }
 };
 
+// Distinct starting values: identical chains would be merged into one by the compiler.
+template <class T>
+constexpr T start(int i) {
+  return static_cast<T>(1.0 + 0.01 * i);
+}
+
 #if defined(__x86_64__)
+// The chain loops, once per register width: a target attribute applies to every
+// instantiation of a template, so the ymm and zmm kernels cannot share one. The arrays are
+// indexed by constants only in fully unrolled loops, so they live in registers.
 template <class T>
-using Avx = detail::Avx2<T>;
-
-template <class T>
-__attribute__((target("avx2,fma"))) double fma_avx2(std::uint64_t iters) {
-  using A = Avx<T>;
+__attribute__((target("avx2,fma"))) double fma_ymm(std::uint64_t iters) {
+  using A = detail::Avx2<T>;
   const typename A::Reg m = A::set(static_cast<T>(0.9999999));
   const typename A::Reg c = A::set(static_cast<T>(1e-7));
-  // Distinct starting values: identical chains would be merged into one by the compiler.
-  typename A::Reg r0 = A::set(T(1.00)), r1 = A::set(T(1.01)), r2 = A::set(T(1.02));
-  typename A::Reg r3 = A::set(T(1.03)), r4 = A::set(T(1.04)), r5 = A::set(T(1.05));
-  typename A::Reg r6 = A::set(T(1.06)), r7 = A::set(T(1.07)), r8 = A::set(T(1.08));
-  typename A::Reg r9 = A::set(T(1.09)), r10 = A::set(T(1.10)), r11 = A::set(T(1.11));
+  typename A::Reg r[kYmmFma];
+#pragma GCC unroll 16
+  for (int j = 0; j < kYmmFma; ++j) r[j] = A::set(start<T>(j));
   for (std::uint64_t i = 0; i < iters; ++i) {
-    r0 = A::fma(r0, m, c), r1 = A::fma(r1, m, c), r2 = A::fma(r2, m, c), r3 = A::fma(r3, m, c);
-    r4 = A::fma(r4, m, c), r5 = A::fma(r5, m, c), r6 = A::fma(r6, m, c), r7 = A::fma(r7, m, c);
-    r8 = A::fma(r8, m, c), r9 = A::fma(r9, m, c), r10 = A::fma(r10, m, c);
-    r11 = A::fma(r11, m, c);
+#pragma GCC unroll 16
+    for (int j = 0; j < kYmmFma; ++j) r[j] = A::fma(r[j], m, c);
   }
-  r0 = A::add(A::add(A::add(r0, r1), A::add(r2, r3)), A::add(A::add(r4, r5), A::add(r6, r7)));
-  r8 = A::add(A::add(r8, r9), A::add(r10, r11));
-  return A::sum(A::add(r0, r8));
+#pragma GCC unroll 16
+  for (int j = 1; j < kYmmFma; ++j) r[0] = A::add(r[0], r[j]);
+  return A::sum(r[0]);
 }
 
 template <class T>
-__attribute__((target("avx2,fma"))) double mix_avx2(std::uint64_t iters) {
-  using A = Avx<T>;
+__attribute__((target("avx2,fma"))) double mix_ymm(std::uint64_t iters) {
+  using A = detail::Avx2<T>;
   const typename A::Reg m = A::set(static_cast<T>(0.9999999));
   const typename A::Reg c = A::set(static_cast<T>(1e-7));
-  typename A::Reg f0 = A::set(T(1.00)), f1 = A::set(T(1.01)), f2 = A::set(T(1.02));
-  typename A::Reg f3 = A::set(T(1.03)), f4 = A::set(T(1.04)), f5 = A::set(T(1.05));
-  typename A::Reg f6 = A::set(T(1.06)), f7 = A::set(T(1.07));
-  typename A::Reg a0 = A::set(T(0.0)), a1 = A::set(T(0.1)), a2 = A::set(T(0.2));
-  typename A::Reg a3 = A::set(T(0.3)), a4 = A::set(T(0.4)), a5 = A::set(T(0.5));
+  typename A::Reg f[kYmmMixFma];
+  typename A::Reg a[kYmmMixAdd];
+#pragma GCC unroll 16
+  for (int j = 0; j < kYmmMixFma; ++j) f[j] = A::set(start<T>(j));
+#pragma GCC unroll 16
+  for (int j = 0; j < kYmmMixAdd; ++j) a[j] = A::set(start<T>(j) - T(1));
   for (std::uint64_t i = 0; i < iters; ++i) {
-    f0 = A::fma(f0, m, c), a0 = A::add(a0, c), f1 = A::fma(f1, m, c), a1 = A::add(a1, c);
-    f2 = A::fma(f2, m, c), a2 = A::add(a2, c), f3 = A::fma(f3, m, c), a3 = A::add(a3, c);
-    f4 = A::fma(f4, m, c), a4 = A::add(a4, c), f5 = A::fma(f5, m, c), a5 = A::add(a5, c);
-    f6 = A::fma(f6, m, c), f7 = A::fma(f7, m, c);
+#pragma GCC unroll 16
+    for (int j = 0; j < kYmmMixFma; ++j) {
+      f[j] = A::fma(f[j], m, c);
+      if (j < kYmmMixAdd) a[j] = A::add(a[j], c);
+    }
   }
-  f0 = A::add(A::add(A::add(f0, f1), A::add(f2, f3)), A::add(A::add(f4, f5), A::add(f6, f7)));
-  a0 = A::add(A::add(A::add(a0, a1), A::add(a2, a3)), A::add(a4, a5));
-  return A::sum(A::add(f0, a0));
+#pragma GCC unroll 16
+  for (int j = 1; j < kYmmMixFma; ++j) f[0] = A::add(f[0], f[j]);
+#pragma GCC unroll 16
+  for (int j = 0; j < kYmmMixAdd; ++j) f[0] = A::add(f[0], a[j]);
+  return A::sum(f[0]);
 }
+
+#define FASTBENCH_ZMM_TARGET "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma"
+
+template <class T>
+__attribute__((target(FASTBENCH_ZMM_TARGET))) double fma_zmm(std::uint64_t iters) {
+  using A = detail::Avx512<T>;
+  const typename A::Reg m = A::set(static_cast<T>(0.9999999));
+  const typename A::Reg c = A::set(static_cast<T>(1e-7));
+  typename A::Reg r[kZmmFma];
+#pragma GCC unroll 16
+  for (int j = 0; j < kZmmFma; ++j) r[j] = A::set(start<T>(j));
+  for (std::uint64_t i = 0; i < iters; ++i) {
+#pragma GCC unroll 16
+    for (int j = 0; j < kZmmFma; ++j) r[j] = A::fma(r[j], m, c);
+  }
+#pragma GCC unroll 16
+  for (int j = 1; j < kZmmFma; ++j) r[0] = A::add(r[0], r[j]);
+  return A::sum(r[0]);
+}
+
+template <class T>
+__attribute__((target(FASTBENCH_ZMM_TARGET))) double mix_zmm(std::uint64_t iters) {
+  using A = detail::Avx512<T>;
+  const typename A::Reg m = A::set(static_cast<T>(0.9999999));
+  const typename A::Reg c = A::set(static_cast<T>(1e-7));
+  typename A::Reg f[kZmmMixFma];
+  typename A::Reg a[kZmmMixAdd];
+#pragma GCC unroll 16
+  for (int j = 0; j < kZmmMixFma; ++j) f[j] = A::set(start<T>(j));
+#pragma GCC unroll 16
+  for (int j = 0; j < kZmmMixAdd; ++j) a[j] = A::set(start<T>(j) - T(1));
+  for (std::uint64_t i = 0; i < iters; ++i) {
+#pragma GCC unroll 16
+    for (int j = 0; j < kZmmMixFma; ++j) {
+      f[j] = A::fma(f[j], m, c);
+      a[j] = A::add(a[j], c);
+    }
+  }
+#pragma GCC unroll 16
+  for (int j = 1; j < kZmmMixFma; ++j) f[0] = A::add(f[0], f[j]);
+#pragma GCC unroll 16
+  for (int j = 0; j < kZmmMixAdd; ++j) f[0] = A::add(f[0], a[j]);
+  return A::sum(f[0]);
+}
+
+// vdpbf16ps: per float32 lane, acc += a[2i]·b[2i] + a[2i+1]·b[2i+1] with bf16 inputs.
+__attribute__((target(FASTBENCH_ZMM_TARGET ",avx512bf16"))) double bf16_zmm(std::uint64_t iters) {
+  const __m512 x = _mm512_set1_ps(1e-3f);
+  const __m512bh a = _mm512_cvtne2ps_pbh(x, x);
+  const __m512bh b = _mm512_cvtne2ps_pbh(_mm512_set1_ps(2e-3f), x);
+  __m512 r[kDotChains];
+#pragma GCC unroll 16
+  for (int j = 0; j < kDotChains; ++j) r[j] = _mm512_set1_ps(start<float>(j));
+  for (std::uint64_t i = 0; i < iters; ++i) {
+#pragma GCC unroll 16
+    for (int j = 0; j < kDotChains; ++j) r[j] = _mm512_dpbf16_ps(r[j], a, b);
+  }
+#pragma GCC unroll 16
+  for (int j = 1; j < kDotChains; ++j) r[0] = _mm512_add_ps(r[0], r[j]);
+  return detail::Avx512<float>::sum(r[0]);
+}
+
+// vpdpbusd: per int32 lane, acc += the four u8·s8 products of its bytes.
+__attribute__((target(FASTBENCH_ZMM_TARGET ",avx512vnni"))) double int8_zmm(std::uint64_t iters) {
+  const __m512i a = _mm512_set1_epi8(3);
+  const __m512i b = _mm512_set1_epi8(-5);
+  __m512i r[kDotChains];
+#pragma GCC unroll 16
+  for (int j = 0; j < kDotChains; ++j) r[j] = _mm512_set1_epi32(j);
+  for (std::uint64_t i = 0; i < iters; ++i) {
+#pragma GCC unroll 16
+    for (int j = 0; j < kDotChains; ++j) {
+      // Inline assembly: GCC 12 copies each accumulator through a temporary around the
+      // intrinsic (two extra moves per instruction); the asm names it as read and written.
+      __asm__("vpdpbusd %2, %1, %0" : "+v"(r[j]) : "v"(a), "v"(b));
+    }
+  }
+#pragma GCC unroll 16
+  for (int j = 1; j < kDotChains; ++j) r[0] = _mm512_add_epi32(r[0], r[j]);
+  // Stored and summed here: the reduce intrinsics start from an undefined register, which
+  // GCC 12 reports as used uninitialised.
+  alignas(64) std::int32_t v[16];
+  _mm512_store_si512(v, r[0]);
+  double s = 0.0;
+  for (std::int32_t x : v) s += x;
+  return s;
+}
+
+// The VEX form (AVX-VNNI), 16 ymm registers: 12 chains and two constants.
+// No avxvnni target: the instruction is in the asm, so compilers without that target name
+// (GCC < 11) still build it; it runs only where has_avx_vnni() says so.
+__attribute__((target("avx2,fma"))) double int8_ymm(std::uint64_t iters) {
+  const __m256i a = _mm256_set1_epi8(3);
+  const __m256i b = _mm256_set1_epi8(-5);
+  __m256i r[kYmmFma];
+#pragma GCC unroll 16
+  for (int j = 0; j < kYmmFma; ++j) r[j] = _mm256_set1_epi32(j);
+  for (std::uint64_t i = 0; i < iters; ++i) {
+#pragma GCC unroll 16
+    for (int j = 0; j < kYmmFma; ++j) {
+      // As in int8_zmm; {vex} forces the AVX-VNNI encoding (the EVEX one needs AVX512VL).
+      __asm__("%{vex%} vpdpbusd %2, %1, %0" : "+x"(r[j]) : "x"(a), "x"(b));
+    }
+  }
+#pragma GCC unroll 16
+  for (int j = 1; j < kYmmFma; ++j) r[0] = _mm256_add_epi32(r[0], r[j]);
+  alignas(32) std::int32_t v[8];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(v), r[0]);
+  double s = 0.0;
+  for (std::int32_t x : v) s += x;
+  return s;
+}
+
+#undef FASTBENCH_ZMM_TARGET
 #endif
 
 // Portable: the same chains on scalars; the compiler may or may not vectorise them, so no
-// FLOP-per-cycle expectation is attached.
+// per-instruction count is reported (flops_per_instruction is 2, a scalar FMA). m and c are
+// read through volatile: in float32 every start value is a fixed point of x·m + c once
+// rounded, and a compiler that sees the constants folds the whole loop into its result.
+template <class T>
+T opaque(T v) {
+  volatile T hidden = v;
+  return hidden;
+}
+
 template <class T>
 double fma_portable(std::uint64_t iters) {
-  T r[kFmaChains];
-  for (int i = 0; i < kFmaChains; ++i) r[i] = static_cast<T>(1.0 + 0.01 * i);
-  const T m = static_cast<T>(0.9999999);
-  const T c = static_cast<T>(1e-7);
+  T r[kYmmFma];
+  for (int i = 0; i < kYmmFma; ++i) r[i] = start<T>(i);
+  const T m = opaque(static_cast<T>(0.9999999));
+  const T c = opaque(static_cast<T>(1e-7));
   for (std::uint64_t i = 0; i < iters; ++i) {
     for (T& x : r) x = x * m + c;
   }
@@ -116,12 +261,12 @@ double fma_portable(std::uint64_t iters) {
 
 template <class T>
 double mix_portable(std::uint64_t iters) {
-  T f[kMixFma];
-  T a[kMixAdd];
-  for (int i = 0; i < kMixFma; ++i) f[i] = static_cast<T>(1.0 + 0.01 * i);
-  for (int i = 0; i < kMixAdd; ++i) a[i] = static_cast<T>(0.1 * i);
-  const T m = static_cast<T>(0.9999999);
-  const T c = static_cast<T>(1e-7);
+  T f[kYmmMixFma];
+  T a[kYmmMixAdd];
+  for (int i = 0; i < kYmmMixFma; ++i) f[i] = start<T>(i);
+  for (int i = 0; i < kYmmMixAdd; ++i) a[i] = static_cast<T>(0.1 * i);
+  const T m = opaque(static_cast<T>(0.9999999));
+  const T c = opaque(static_cast<T>(1e-7));
   for (std::uint64_t i = 0; i < iters; ++i) {
     for (T& x : f) x = x * m + c;
     for (T& x : a) x = x + c;
@@ -132,47 +277,94 @@ double mix_portable(std::uint64_t iters) {
   return s;
 }
 
-// The widest chains built here; AVX-512 machines run the AVX2 ones and expect their rate
-// (off x86-64, best_isa() is portable).
-constexpr Isa kWidest = Isa::avx2;
-
 template <class T>
-Kernel pick(bool mix, bool avx, double& expected) {
+Kernel float_kernel(bool mix, Isa isa) {
   Kernel k;
-  const double fma_flops = 2.0;  // a multiply and an add
+  const bool f32 = sizeof(T) == 4;
 #if defined(__x86_64__)
-  if (avx) {
-    const double lanes = Avx<T>::kLanes;
-    // Two FMA pipes on every AVX2+FMA core from Haswell and Zen on. AMD Zen (family 0x17
-    // and later; Hygon's family 0x18 is Zen too) adds two FADD pipes beside them (AMD,
-    // Software Optimization Guide for Zen 3, 2.11); Intel's adds share the FMA ports, and
-    // older AMD cores (Bulldozer family 0x15) have no separate add pipes.
-    const CpuFeatures& cpu = cpu_features();
-    const bool separate_add_pipes =
-        (cpu.vendor == "AuthenticAMD" || cpu.vendor == "HygonGenuine") && cpu.family >= 0x17;
-    if (!mix) {
-      k.flops_per_iter = kFmaChains * lanes * fma_flops;
-      k.run = &fma_avx2<T>;
-      expected = 2.0 * lanes * fma_flops;
-    } else {
-      k.flops_per_iter = (kMixFma * fma_flops + kMixAdd) * lanes;
-      k.run = &mix_avx2<T>;
-      // One trip is 8 FMAs and 6 adds: 4 cycles where adds have their own pipes (44 f32 /
-      // 22 f64 FLOP/cycle; a 48/24 mix would need 8 add chains, two more ymm registers than
-      // there are), 7 where they share the FMA ports (~25 f32 / ~12.6 f64).
-      const double cycles = separate_add_pipes ? std::max(kMixFma, kMixAdd) / 2.0
-                                               : (kMixFma + kMixAdd) / 2.0;
-      expected = k.flops_per_iter / cycles;
-    }
+  if (isa == Isa::avx512) {
+    k.vector_bits = 512;
+    k.flops_per_instruction = 2.0 * detail::Avx512<T>::kLanes;
+    k.fma_per_iter = mix ? kZmmMixFma : kZmmFma;
+    k.add_per_iter = mix ? kZmmMixAdd : 0;
+    k.run = mix ? &mix_zmm<T> : &fma_zmm<T>;
+    k.instruction = f32 ? (mix ? "vfmadd231ps + vaddps zmm" : "vfmadd231ps zmm")
+                        : (mix ? "vfmadd231pd + vaddpd zmm" : "vfmadd231pd zmm");
     return k;
   }
-#else
-  (void)avx;
+  if (isa == Isa::avx2) {
+    k.vector_bits = 256;
+    k.flops_per_instruction = 2.0 * detail::Avx2<T>::kLanes;
+    k.fma_per_iter = mix ? kYmmMixFma : kYmmFma;
+    k.add_per_iter = mix ? kYmmMixAdd : 0;
+    k.run = mix ? &mix_ymm<T> : &fma_ymm<T>;
+    k.instruction = f32 ? (mix ? "vfmadd231ps + vaddps ymm" : "vfmadd231ps ymm")
+                        : (mix ? "vfmadd231pd + vaddpd ymm" : "vfmadd231pd ymm");
+    return k;
+  }
 #endif
-  k.flops_per_iter = mix ? kMixFma * fma_flops + kMixAdd : kFmaChains * fma_flops;
+  (void)isa;
+  k.flops_per_instruction = 2.0;
+  k.fma_per_iter = mix ? kYmmMixFma : kYmmFma;
+  k.add_per_iter = mix ? kYmmMixAdd : 0;
   k.run = mix ? &mix_portable<T> : &fma_portable<T>;
-  expected = 0.0;
+  k.instruction = "scalar C++";
   return k;
+}
+
+// Why a dot-product kernel cannot run: the CPU (with its OS) lacks the extension, the ISA
+// cap turns it off, or the path asked for is narrower than the one it needs.
+std::string why_not(bool cpu_has, Isa needs, Isa asked) {
+  if (!cpu_has) return "which this CPU lacks (or its OS does not enable the register state)";
+  if (active_isa() < needs) {
+    return std::string("which the ISA cap '") + isa_name(active_isa()) + "' turns off";
+  }
+  return std::string("an ") + isa_name(needs) + " path, but isa '" + isa_name(asked) +
+         "' was asked for";
+}
+
+// The bf16 and int8 kernels, or std::invalid_argument saying what is missing.
+Kernel dot_kernel(const std::string& dtype, Isa isa) {
+  Kernel k;
+  const CpuFeatures& cpu = cpu_features();
+  if (dtype == "bfloat16") {
+    if (!has_avx512_bf16() || isa < Isa::avx512) {
+      throw std::invalid_argument("[peak_flops] bfloat16 needs AVX512_BF16, " +
+                                  why_not(cpu.avx512_bf16, Isa::avx512, isa));
+    }
+#if defined(__x86_64__)
+    k.run = &bf16_zmm;
+    k.vector_bits = 512;
+    k.flops_per_instruction = 16 * 2 * 2.0;  // 16 lanes, 2 bf16 pairs, multiply and add
+    k.fma_per_iter = kDotChains;
+    k.instruction = "vdpbf16ps zmm";
+#endif
+    return k;
+  }
+#if defined(__x86_64__)
+  if (isa >= Isa::avx512 && has_avx512_vnni()) {
+    k.run = &int8_zmm;
+    k.vector_bits = 512;
+    k.flops_per_instruction = 16 * 4 * 2.0;  // 16 lanes, 4 u8·s8 products, multiply and add
+    k.fma_per_iter = kDotChains;
+    k.instruction = "vpdpbusd zmm (AVX512_VNNI)";
+    return k;
+  }
+  if (isa >= Isa::avx2 && has_avx_vnni()) {
+    k.run = &int8_ymm;
+    k.vector_bits = 256;
+    k.flops_per_instruction = 8 * 4 * 2.0;
+    k.fma_per_iter = kYmmFma;
+    k.instruction = "vpdpbusd ymm (AVX-VNNI)";
+    return k;
+  }
+#endif
+  // AVX-VNNI runs on an avx2 path, AVX512_VNNI on avx512: name the nearer miss.
+  const bool zmm = cpu.avx512_vnni && best_isa() >= Isa::avx512;
+  throw std::invalid_argument(
+      "[peak_flops] int8 needs AVX512_VNNI or AVX-VNNI, " +
+      (zmm ? why_not(true, Isa::avx512, isa)
+           : why_not(cpu.avx_vnni, Isa::avx2, isa < Isa::avx2 ? isa : Isa::avx2)));
 }
 
 void check_time(double min_time_s, const char* who) {
@@ -240,22 +432,41 @@ double core_hz(double min_time_s) {
 #endif
 }
 
-PeakResult peak_flops(const std::string& dtype, int threads, bool add_mix, double min_time_s) {
-  if (dtype != "float32" && dtype != "float64") {
+PeakResult peak_flops(const std::string& dtype, int threads, bool add_mix, double min_time_s,
+                      const std::string& isa_asked) {
+  const bool floating = dtype == "float32" || dtype == "float64";
+  if (!floating && dtype != "bfloat16" && dtype != "int8") {
     throw std::invalid_argument("[peak_flops] dtype is '" + dtype +
-                                "', expected 'float32' or 'float64'");
+                                "', expected 'float32', 'float64', 'bfloat16' or 'int8'");
+  }
+  if (add_mix && !floating) {
+    throw std::invalid_argument("[peak_flops] add_mix is for float32 and float64; " + dtype +
+                                " has dot-product chains only");
   }
   const int nt = resolve_threads(threads, "peak_flops");
   check_time(min_time_s, "peak_flops");
-  const Isa isa = kernel_isa(kWidest);
-  const bool avx = isa >= Isa::avx2;
+  Isa isa = active_isa();
+  if (!isa_asked.empty()) {
+    isa = parse_isa(isa_asked, "peak_flops");
+    if (isa > active_isa()) {
+      throw std::invalid_argument("[peak_flops] isa is '" + isa_asked + "', above what runs " +
+                                  "here: the widest is '" + isa_name(active_isa()) + "'");
+    }
+  }
+  const Kernel k = dtype == "float32"   ? float_kernel<float>(add_mix, isa)
+                   : dtype == "float64" ? float_kernel<double>(add_mix, isa)
+                                        : dot_kernel(dtype, isa);
   PeakResult r;
   r.dtype = dtype;
   r.isa = isa_name(isa);
+  r.instruction = k.instruction;
+  r.vector_bits = k.vector_bits;
   r.add_mix = add_mix;
+  r.fma_per_iter = k.fma_per_iter;
+  r.add_per_iter = k.add_per_iter;
+  r.flops_per_instruction = k.flops_per_instruction;
   r.threads = nt;
-  const Kernel k = dtype == "float32" ? pick<float>(add_mix, avx, r.expected_flops_per_cycle)
-                                      : pick<double>(add_mix, avx, r.expected_flops_per_cycle);
+  const double flops_per_iter = k.flops_per_iter();
   // Iterations per chunk, from a trial on the calling thread of at least a chunk (of
   // min_time_s / 20 when that is shorter).
   std::uint64_t iters = 1 << 14;
@@ -293,7 +504,7 @@ PeakResult peak_flops(const std::string& dtype, int threads, bool add_mix, doubl
     } while (s < min_time_s && !interrupt_requested());
     sinks[static_cast<std::size_t>(tid)] = chains;
     secs[static_cast<std::size_t>(tid)] = s;
-    rate[static_cast<std::size_t>(tid)] = k.flops_per_iter * static_cast<double>(done) / s;
+    rate[static_cast<std::size_t>(tid)] = flops_per_iter * static_cast<double>(done) / s;
   });
   throw_if_interrupted("peak_flops");
   for (double s : sinks) sink += s;

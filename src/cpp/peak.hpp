@@ -1,7 +1,10 @@
-// peak.hpp — peak floating-point rate from independent FMA chains held in registers, f32 and
-// f64, on 1..N threads, optionally mixed with independent adds for cores with separate add
-// pipes; and the core clock measured from a chain of dependent integer adds (one per cycle),
-// so FLOP/cycle can be checked against what the ISA promises. No Python here.
+// peak.hpp — peak arithmetic rate from independent chains held in registers, on 1..N
+// threads: float32 and float64 FMAs (optionally mixed with independent adds for cores with
+// separate add pipes) on ymm or zmm registers, bfloat16 dot products (AVX512_BF16
+// vdpbf16ps) and int8 dot products (AVX512_VNNI or AVX-VNNI vpdpbusd); and the core clock
+// measured from a chain of dependent integer adds (one per cycle), so FLOP/cycle can be set
+// against what the core's pipes promise (the Python layer's table, fastbench.machine.
+// microarch: the core sets no expectation of its own). No Python here.
 #pragma once
 
 #include <string>
@@ -9,22 +12,30 @@
 namespace fastbench {
 
 struct PeakResult {
-  std::string dtype;        // "float32" or "float64"
-  std::string isa;          // isa_name() of the chains run: "avx2" or "portable"
+  std::string dtype;        // "float32", "float64", "bfloat16" or "int8"
+  std::string isa;          // isa_name() of the path run: "avx512", "avx2" or "portable"
+  std::string instruction;  // what the chains issue: "vfmadd231ps zmm", "vdpbf16ps zmm", ...
+  int vector_bits = 0;      // register width of the chains: 512, 256, or 0 (portable scalars)
   bool add_mix = false;     // FMA chains interleaved with independent adds
+  int fma_per_iter = 0;     // chain instructions per loop trip: FMAs (or dot products) ...
+  int add_per_iter = 0;     // ... and independent adds (add_mix only)
+  double flops_per_instruction = 0.0;  // per FMA or dot instruction: lanes x 2 (x pairs)
   int threads = 1;
-  double flops_per_s = 0.0; // all threads together
+  double flops_per_s = 0.0; // all threads together; int8 counts integer ops (OPS)
   double core_hz = 0.0;     // measured (dependent adds), per core
   double flops_per_cycle = 0.0;           // per core: flops_per_s / threads / core_hz
-  double expected_flops_per_cycle = 0.0;  // per core, for the detected ISA and pipes
   double seconds = 0.0;
 };
 
 // Times the kernel for at least min_time_s per thread (each thread stops once that has
-// passed). Throws std::invalid_argument for an unknown dtype, a bad thread count or time;
-// Interrupted when the InterruptScope of the calling thread stops it.
+// passed). `isa` picks the path ("avx512", "avx2", "portable"); "" means the widest that
+// active_isa() allows. bfloat16 needs has_avx512_bf16() (an avx512 path); int8 needs
+// has_avx512_vnni() (zmm, on an avx512 path) or has_avx_vnni() (ymm). Throws
+// std::invalid_argument for an unknown dtype or ISA, an ISA above active_isa(), a dtype the
+// CPU (or the cap) cannot run, a bad thread count or time; Interrupted when the
+// InterruptScope of the calling thread stops it.
 PeakResult peak_flops(const std::string& dtype, int threads = 1, bool add_mix = false,
-                      double min_time_s = 0.1);
+                      double min_time_s = 0.1, const std::string& isa = "");
 
 // Core cycles per second, from a chain of dependent adds timed on steady_clock
 // (median of five windows of min_time_s / 5). Under turbo it is the clock the chain ran at.

@@ -1,14 +1,18 @@
-"""Text for the instruction set found at run time: SIMD features, and the TSC facts behind
-the clocks. Returns lines and never prints; the detection is the native core's.
+"""Text for the instruction set found at run time: SIMD features (the bf16 and int8 dot
+product extensions too), the ISA the kernels run and the core's row of the microarchitecture
+table, and the TSC facts behind the clocks. Returns lines and never prints; the detection is
+the native core's.
 """
 
 from __future__ import annotations
 
 from .. import _core
+from ..machine import microarch
 
 __all__ = ["isa_lines"]
 
-_ISA = ("sse2", "sse4_2", "avx", "avx2", "fma", "avx512f")
+_ISA = ("sse2", "sse4_2", "avx", "avx2", "fma", "avx512f", "avx512_bf16", "avx512_vnni",
+        "avx_vnni")
 
 
 def isa_lines() -> list[str]:
@@ -19,6 +23,13 @@ def isa_lines() -> list[str]:
     have = [name for name in _ISA if getattr(f, name)]
     lacking = [name for name in _ISA if not getattr(f, name)]
     lines = [f"  SIMD: {' '.join(have) or 'none'}" + (f" (absent: {' '.join(lacking)})" if lacking else "")]
+    capped = (f" (capped at {_core.active_isa()})"
+              if _core.active_isa() != _core.best_isa() else "")
+    lines.append(f"  kernels: {_core.best_isa()}{capped}; bf16 dot "
+                 f"{'yes' if _core.has_avx512_bf16() else 'no'}, int8 dot "
+                 f"{'yes' if _core.has_avx512_vnni() or _core.has_avx_vnni() else 'no'}")
+    arch = microarch.lookup(f.vendor, f.family, f.model, _core.best_isa())
+    lines.append(f"  cores: {arch.describe() if arch.known else arch.caveat}")
     rdtscp, invariant, hypervisor = ("yes" if flag else "no"
                                      for flag in (f.rdtscp, f.invariant_tsc, f.hypervisor))
     lines.append(f"  TSC: rdtscp {rdtscp}, invariant {invariant}; hypervisor {hypervisor}")
