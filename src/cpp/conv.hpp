@@ -45,8 +45,8 @@ inline constexpr std::size_t kDirectMaxTaps = 64;
 double conv2d_flops(const Conv2dShape& s, bool bias);
 
 // The path the direct kernels take now, an isa_name(): "avx2" or "portable" (never "avx512":
-// there are no AVX-512 kernels); im2col runs gemm, whose gemm_isa() is the same. Follows the
-// ISA cap (detail::set_isa_cap).
+// there are no AVX-512 direct kernels). im2col runs gemm, which takes the widest path it has
+// (gemm_isa(), "avx512" included). Follows the ISA cap (detail::set_isa_cap).
 const char* conv2d_isa();
 
 }  // namespace fastbench

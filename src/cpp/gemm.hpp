@@ -1,7 +1,8 @@
 // gemm.hpp — C = alpha·A·B + beta·C for float and double, row-major, any sizes: the compute
-// ceiling that roofline calibration reaches with real code. A register-blocked AVX2/FMA
-// micro-kernel with packing and cache blocking where the ISA dispatch allows it (isa.hpp;
-// AVX-512 machines run it too), a portable path always. No Python here.
+// ceiling that roofline calibration reaches with real code. Register-blocked AVX-512 and
+// AVX2/FMA micro-kernels with packing and cache blocking where the ISA dispatch allows them
+// (isa.hpp), a portable path always; and a bf16 GEMM with float32 accumulation. No Python
+// here.
 #pragma once
 
 #include <cstddef>
@@ -23,8 +24,22 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, double alpha, const doubl
           std::size_t lda, const double* b, std::size_t ldb, double beta, double* c,
           std::size_t ldc, int threads = 0);
 
-// The path gemm() takes now, an isa_name(): "avx2" or "portable" (never "avx512": there is
-// no AVX-512 micro-kernel). Follows the ISA cap (detail::set_isa_cap).
+// C[m×n] = alpha · A[m×k] · B[k×n] + beta · C with A and B in bf16 (each value the upper 16
+// bits of a float32), products and sums in float32, C float32; same layout, arguments and
+// errors as gemm() ("[gemm_bf16] ..."). Runs AVX512_BF16 (vdpbf16ps) where the CPU has it
+// and the ISA cap allows avx512; elsewhere widens A and B to float32 (exact: a bf16 product
+// fits a float32) and runs the float32 gemm, which needs (m·k + k·n)·4 bytes more.
+void gemm_bf16(std::size_t m, std::size_t n, std::size_t k, float alpha, const std::uint16_t* a,
+               std::size_t lda, const std::uint16_t* b, std::size_t ldb, float beta, float* c,
+               std::size_t ldc, int threads = 0);
+
+// The path gemm_bf16() takes now: "avx512_bf16", or the gemm_isa() of the float32 gemm it
+// widens to.
+const char* gemm_bf16_isa();
+
+// The path gemm() takes now, an isa_name(): "avx512", "avx2" or "portable". Follows the ISA
+// cap (detail::set_isa_cap). A core whose 512-bit FMAs run at half rate (Zen 4) runs the
+// avx2 kernel, measured faster there, and says "avx2".
 const char* gemm_isa();
 
 // Cache-blocking sizes in use (elements), for reports and tests.
@@ -40,6 +55,9 @@ namespace detail {
 void gemm_small_units(bool on);
 // Units of a thread's tile run by another thread since the process started.
 std::uint64_t gemm_units_shared();
+// Test hook: run the zmm kernels where AVX-512 is allowed even on a core whose 512-bit FMAs
+// run at half rate (Zen 4), so that tests there cover them (process-wide).
+void gemm_zmm_at_half_rate(bool on);
 }  // namespace detail
 
 }  // namespace fastbench

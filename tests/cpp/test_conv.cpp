@@ -2,8 +2,8 @@
 // reference (double accumulation) over 1×1 and larger kernels, strides, padding, dilation,
 // groups and depthwise, non-square shapes, batches, bias and thread counts; the output-size
 // and FLOP formulas on hand-computed cases; every error path. Every case runs on the widest
-// path and with the ISA capped at portable. Shapes stay small so the executable runs in
-// seconds under ASan.
+// path, on gemm's zmm kernels where AVX-512 exists, and with the ISA capped at portable.
+// Shapes stay small so the executable runs in seconds under ASan.
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "conv.hpp"
+#include "gemm.hpp"
 #include "interrupt.hpp"
 #include "isa.hpp"
 
@@ -105,8 +106,22 @@ std::vector<double> reference(const fb::Conv2dShape& s, const std::vector<float>
   return y;
 }
 
-// Runs both algorithms with and without bias on 1 and 2 threads, uncapped and capped at
-// portable, and compares with the reference; the tolerance scales with the number of terms
+// Runs gemm's zmm kernels for one scope when `on`, even on a core whose 512-bit FMAs run at
+// half rate.
+struct ZmmKernels {
+  explicit ZmmKernels(bool on) : on_(on) { fb::detail::gemm_zmm_at_half_rate(on); }
+  ~ZmmKernels() {
+    if (on_) fb::detail::gemm_zmm_at_half_rate(false);
+  }
+  ZmmKernels(const ZmmKernels&) = delete;
+  ZmmKernels& operator=(const ZmmKernels&) = delete;
+
+ private:
+  bool on_;
+};
+
+// Runs both algorithms with and without bias on 1 and 2 threads, uncapped (with gemm's zmm
+// kernels forced, too) and capped at portable, and compares with the reference; the tolerance scales with the number of terms
 // per output.
 void check_case(const fb::Conv2dShape& s, std::uint32_t seed) {
   const std::size_t oh = fb::conv2d_out_h(s), ow = fb::conv2d_out_w(s);
@@ -121,8 +136,11 @@ void check_case(const fb::Conv2dShape& s, std::uint32_t seed) {
     CHECK(ref.size() == s.n * s.c_out * oh * ow, describe(s), " reference size ", ref.size());
     for (const char* algo : {"im2col", "direct", "auto"}) {
       for (int threads : {1, 2}) {
-        for (const fb::Isa cap : {fb::kWidestIsa, fb::Isa::portable}) {
-          const IsaCap capped(cap);
+        // The widest path, then with gemm's zmm kernels even where 512-bit FMAs are half
+        // rate (Zen 4 runs its ymm kernel otherwise), then portable.
+        for (int variant = 0; variant < 3; ++variant) {
+          const IsaCap capped(variant == 2 ? fb::Isa::portable : fb::kWidestIsa);
+          const ZmmKernels zmm(variant == 1);
           std::vector<float> y(ref.size(), std::numeric_limits<float>::quiet_NaN());
           fb::conv2d(s, x.data(), w.data(), bias, y.data(), algo, threads);
           double worst = 0.0;
@@ -135,7 +153,7 @@ void check_case(const fb::Conv2dShape& s, std::uint32_t seed) {
             }
           }
           CHECK(worst <= tol, describe(s), " ", algo, " threads=", threads, " bias=", with_bias,
-                " isa=", fb::conv2d_isa(), ": max error ", worst, " at ", at, " (tolerance ", tol,
+                " isa=", fb::conv2d_isa(), " gemm=", fb::gemm_isa(), ": max error ", worst, " at ", at, " (tolerance ", tol,
                 ")");
         }
       }
@@ -144,6 +162,17 @@ void check_case(const fb::Conv2dShape& s, std::uint32_t seed) {
 }
 
 // ---- correctness --------------------------------------------------------------------------
+
+// With AVX-512, the lowering's gemm runs the zmm kernels: im2col on a shape whose GEMM has
+// edge tiles in every dimension (m = 30 output channels, k = 5·9 taps, 17·19 pixels).
+void test_im2col_on_the_avx512_gemm() {
+  SKIP_UNLESS(fb::best_isa() >= fb::Isa::avx512, "no AVX-512 on this CPU");
+  {
+    const ZmmKernels zmm(true);
+    CHECK(std::string(fb::gemm_isa()) == "avx512", fb::gemm_isa());
+  }
+  check_case(shape(2, 5, 17, 19, 30, 3, 3, 1, 1, 1, 1), 7);
+}
 
 void test_pointwise() {
   check_case(shape(1, 8, 5, 7, 6, 1, 1), 1);
@@ -374,6 +403,7 @@ void test_bad_arguments() {
 }
 
 const Test kTests[] = {
+    {"im2col_on_the_avx512_gemm", test_im2col_on_the_avx512_gemm},
     {"pointwise", test_pointwise},
     {"3x3", test_3x3},
     {"strides_and_dilation", test_strides_and_dilation},

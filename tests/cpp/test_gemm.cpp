@@ -1,20 +1,22 @@
 // test_gemm.cpp — native tests of gemm() against a naive double-accumulated reference: many
 // shapes (1×1×1, primes, tall/skinny, sizes straddling mr/nr/kc/mc), padded leading
 // dimensions, alpha/beta cases (beta 0 over NaN), k == 0, both dtypes, 1 and 2 threads, on
-// the AVX2 path where the CPU has it and with the ISA capped at portable; units of work shared
-// between threads; then the error paths, an output sharing memory with an input, and
-// interrupts.
+// the AVX-512 and AVX2 paths where the CPU has them and with the ISA capped at portable;
+// units of work shared between threads; the bf16 GEMM on its vdpbf16ps and widened paths;
+// then the error paths, an output sharing memory with an input, and interrupts.
 // Sizes stay small enough for ASan Debug; Release adds a large check and a GFLOP/s note.
 #include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <limits>
 #include <new>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "cpu.hpp"
 #include "gemm.hpp"
 #include "interrupt.hpp"
 #include "isa.hpp"
@@ -28,6 +30,15 @@ namespace fb = fastbench;
 namespace {
 
 bool have_avx2() { return fb::best_isa() >= fb::Isa::avx2; }
+bool have_avx512() { return fb::best_isa() >= fb::Isa::avx512; }
+
+// Runs the zmm kernels for one scope even on a core whose 512-bit FMAs run at half rate.
+struct ZmmKernels {
+  ZmmKernels() { fb::detail::gemm_zmm_at_half_rate(true); }
+  ~ZmmKernels() { fb::detail::gemm_zmm_at_half_rate(false); }
+  ZmmKernels(const ZmmKernels&) = delete;
+  ZmmKernels& operator=(const ZmmKernels&) = delete;
+};
 
 struct Shape {
   std::size_t m, n, k;
@@ -97,7 +108,10 @@ const Shape kShapes[] = {
     {1, 1, 1},     {2, 3, 4},     {7, 13, 29},  {31, 17, 3},   {6, 16, 8},   {6, 8, 8},
     {5, 15, 7},    {7, 17, 9},    {12, 32, 64}, {13, 33, 65},  {257, 1, 64}, {1, 300, 5},
     {64, 1, 300},  {1, 1, 600},   {3, 200, 1},  {97, 101, 103}, {130, 70, 257},
-    {200, 48, 520}, {61, 199, 13}, {180, 190, 200}};
+    {200, 48, 520}, {61, 199, 13}, {180, 190, 200},
+    // Around the zmm tiles (12×32 float, 8×24 double) and a k block of 512.
+    {12, 32, 1},   {11, 31, 2},   {13, 33, 513}, {8, 24, 7},   {9, 25, 1},   {25, 97, 40},
+    {1, 64, 9},    {40, 1, 17}};
 
 // Shapes × a rotation of alpha/beta/padding/threads, for one dtype on the current path.
 template <class T>
@@ -121,9 +135,17 @@ void run_shapes() {
 }
 
 template <class T>
+void test_avx512_dtype() {
+  SKIP_UNLESS(have_avx512(), "no AVX-512 on this CPU");
+  const ZmmKernels zmm;
+  CHECK(std::string(fb::gemm_isa()) == "avx512", fb::gemm_isa());
+  run_shapes<T>();
+}
+
+template <class T>
 void test_avx2_dtype() {
   SKIP_UNLESS(have_avx2(), "no AVX2+FMA on this CPU");
-  // AVX-512 machines run the AVX2 kernel too: there is no wider one.
+  const IsaCap cap(fb::Isa::avx2);
   CHECK(std::string(fb::gemm_isa()) == "avx2", fb::gemm_isa());
   run_shapes<T>();
 }
@@ -135,10 +157,143 @@ void test_portable_dtype() {
   run_shapes<T>();
 }
 
+void test_avx512_f32() { test_avx512_dtype<float>(); }
+void test_avx512_f64() { test_avx512_dtype<double>(); }
 void test_avx2_f32() { test_avx2_dtype<float>(); }
 void test_avx2_f64() { test_avx2_dtype<double>(); }
 void test_portable_f32() { test_portable_dtype<float>(); }
 void test_portable_f64() { test_portable_dtype<double>(); }
+
+// Uncapped, gemm names the widest path that pays: avx512 except on Zen 4 (AMD family 0x19),
+// whose 512-bit FMAs are two 256-bit halves and where the ymm kernel measured faster.
+void test_uncapped_path() {
+  const fb::CpuFeatures& f = fb::cpu_features();
+  const bool zen4 = f.vendor == "AuthenticAMD" && f.family == 0x19;
+  const fb::Isa want = fb::best_isa() == fb::Isa::avx512 && zen4 ? fb::Isa::avx2 : fb::best_isa();
+  CHECK(std::string(fb::gemm_isa()) == fb::isa_name(want), fb::gemm_isa(), " want ",
+        fb::isa_name(want));
+}
+
+// ---- bf16 -------------------------------------------------------------------------------
+
+std::uint16_t bf16_bits(float x) {  // truncation: any bf16 value will do as input
+  std::uint32_t u;
+  std::memcpy(&u, &x, sizeof u);
+  return static_cast<std::uint16_t>(u >> 16);
+}
+
+double bf16_value(std::uint16_t b) {
+  const std::uint32_t u = static_cast<std::uint32_t>(b) << 16;
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+// One bf16 case against a double reference of the bf16 values; float32 sums give an error
+// of a few k·eps(float) of the sum of magnitudes.
+bool check_bf16_case(const Case& cs, std::uint64_t seed) {
+  const std::size_t m = cs.s.m, n = cs.s.n, k = cs.s.k;
+  const std::size_t lda = k + cs.pad, ldb = n + cs.pad, ldc = n + cs.pad;
+  std::vector<std::uint16_t> a, b;
+  for (float x : random_values<float>(m * lda + 1, seed)) a.push_back(bf16_bits(x));
+  for (float x : random_values<float>(k * ldb + 1, seed + 1)) b.push_back(bf16_bits(x));
+  std::vector<float> c = random_values<float>(m * ldc + 1, seed + 2);
+  if (cs.beta == 0.0) {
+    for (float& x : c) x = std::numeric_limits<float>::quiet_NaN();
+  }
+  const std::vector<float> c0 = c;
+  fb::gemm_bf16(m, n, k, static_cast<float>(cs.alpha), a.data(), lda, b.data(), ldb,
+                static_cast<float>(cs.beta), c.data(), ldc, cs.threads);
+  const double tol = 4.0 * static_cast<double>(k + 2) * std::numeric_limits<float>::epsilon();
+  for (std::size_t i = 0; i < m; ++i) {
+    for (std::size_t j = 0; j < ldc; ++j) {
+      const float got = c[i * ldc + j];
+      if (j >= n) {
+        const float want = c0[i * ldc + j];
+        if (!(got == want || (std::isnan(got) && std::isnan(want)))) {
+          CHECK(false, "padding changed at ", i, ",", j, " m=", m, " n=", n, " k=", k);
+          return false;
+        }
+        continue;
+      }
+      double dot = 0.0, mag = 0.0;
+      for (std::size_t p = 0; p < k; ++p) {
+        const double t = bf16_value(a[i * lda + p]) * bf16_value(b[p * ldb + j]);
+        dot += t;
+        mag += std::fabs(t);
+      }
+      double want = cs.alpha * dot, scale = std::fabs(cs.alpha) * mag;
+      if (cs.beta != 0.0) {
+        want += cs.beta * static_cast<double>(c0[i * ldc + j]);
+        scale += std::fabs(cs.beta * static_cast<double>(c0[i * ldc + j]));
+      }
+      if (!(std::fabs(static_cast<double>(got) - want) <= tol * (scale + 1e-30))) {
+        CHECK(false, "C[", i, ",", j, "] = ", static_cast<double>(got), ", expected ", want,
+              " (m=", m, " n=", n, " k=", k, " pad=", cs.pad, " beta=", cs.beta,
+              " threads=", cs.threads, " path=", fb::gemm_bf16_isa(), ")");
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+void run_bf16_shapes() {
+  const double betas[] = {0.0, 1.0, 0.75};
+  std::uint64_t seed = 500;
+  for (const Shape& s : kShapes) {
+    for (int threads : {1, 2}) {
+      for (int variant = 0; variant < 3; ++variant) {
+        Case cs;
+        cs.s = s;
+        cs.alpha = variant == 1 ? -0.5 : 1.0;
+        cs.beta = betas[(variant + threads) % 3];
+        cs.pad = variant == 2 ? 5 : (variant == 1 ? 1 : 0);  // odd lda: unaligned k pairs
+        cs.threads = threads;
+        if (!check_bf16_case(cs, seed++)) return;
+      }
+    }
+  }
+}
+
+void test_bf16_native() {
+  SKIP_UNLESS(fb::has_avx512_bf16(), "no AVX512_BF16 on this CPU");
+  CHECK(std::string(fb::gemm_bf16_isa()) == "avx512_bf16", fb::gemm_bf16_isa());
+  run_bf16_shapes();
+}
+
+// Below avx512 (or without AVX512_BF16) both inputs are widened and the float32 gemm runs.
+void test_bf16_widened() {
+  for (fb::Isa cap : {fb::Isa::avx2, fb::Isa::portable}) {
+    if (cap > fb::best_isa()) continue;
+    const IsaCap capped(cap);
+    CHECK(std::string(fb::gemm_bf16_isa()) == fb::isa_name(cap), fb::gemm_bf16_isa());
+    run_bf16_shapes();
+  }
+}
+
+void test_bf16_errors() {
+  std::vector<std::uint16_t> a(64, 0x3f80), b(64, 0x3f80);
+  std::vector<float> c(64, 0.0f);
+  CHECK_THROWS(std::invalid_argument,
+               fb::gemm_bf16(4, 4, 4, 1.0f, a.data(), 3, b.data(), 4, 0.0f, c.data(), 4),
+               "[gemm_bf16] leading dimensions");
+  CHECK_THROWS(std::invalid_argument,
+               fb::gemm_bf16(4, 4, 4, 1.0f, a.data(), 4, static_cast<const std::uint16_t*>(nullptr),
+                             4, 0.0f, c.data(), 4),
+               "[gemm_bf16] b is null");
+  CHECK_THROWS(std::invalid_argument,
+               fb::gemm_bf16(4, 4, 4, 1.0f, a.data(), 4, b.data(), 4, 0.0f, c.data(), 4, -1),
+               "[gemm_bf16] threads");
+  // C over A's memory (a caller's reinterpreting cast).
+  CHECK_THROWS(std::invalid_argument,
+               fb::gemm_bf16(4, 4, 4, 1.0f, a.data(), 4, b.data(), 4, 0.0f,
+                             reinterpret_cast<float*>(a.data()), 4),
+               "[gemm_bf16] c shares memory");
+  // 1.0 × 1.0 summed over k = 4.
+  fb::gemm_bf16(4, 4, 4, 1.0f, a.data(), 4, b.data(), 4, 0.0f, c.data(), 4, 1);
+  CHECK(c[0] == 4.0f && c[15] == 4.0f, c[0], " ", c[15]);
+}
 
 // Larger than one mc/kc block in every dimension, multi-threaded, both paths; gated on
 // NDEBUG because the reference alone takes seconds under ASan Debug.
@@ -146,6 +301,7 @@ void test_large() {
 #if defined(NDEBUG)
   for (bool portable : {false, true}) {
     const IsaCap cap(portable ? fb::Isa::portable : fb::kWidestIsa);
+    const ZmmKernels zmm;
     Case cs;
     cs.s = {611, 587, 701};
     cs.alpha = 1.5;
@@ -375,13 +531,23 @@ void test_blocking() {
       const std::size_t elem = f64 ? 8 : 4;
       CHECK(b.mr > 0 && b.nr > 0 && b.kc > 0 && b.mc > 0 && b.nc > 0, b.mr, " ", b.nr);
       CHECK(b.mc % b.mr == 0 && b.nc % b.nr == 0, b.mc, " ", b.nc);
-      // The B micro-panel fits L1 comfortably (every supported x86 L1d is >= 32 KiB).
-      CHECK(b.kc * b.nr * elem <= 32 * 1024, b.kc, " ", b.nr);
+      // The B micro-panel fits L1 (twice L1 for the zmm kernels, which stream it from L2).
+      CHECK(b.kc * b.nr * elem <= 2 * fb::cache_sizes().l1d_bytes, b.kc, " ", b.nr);
     }
   }
   if (have_avx2()) {
+    const IsaCap cap(fb::Isa::avx2);
     const fb::GemmBlocking b = fb::gemm_blocking(false);
     CHECK(b.mr == 6 && b.nr == 16, b.mr, " ", b.nr);
+  }
+  if (have_avx512()) {
+    const ZmmKernels zmm;
+    const fb::GemmBlocking f = fb::gemm_blocking(false), d = fb::gemm_blocking(true);
+    CHECK(f.mr == 12 && f.nr == 32 && d.mr == 8 && d.nr == 24, f.mr, "x", f.nr, " ", d.mr, "x",
+          d.nr);
+    // The zmm micro-panel may fill twice L1 (it streams from L2), not more.
+    const std::size_t l1 = fb::cache_sizes().l1d_bytes;
+    CHECK(f.kc * f.nr * 4 <= 2 * l1 && d.kc * d.nr * 8 <= 2 * l1, f.kc, " ", d.kc);
   }
 }
 
@@ -407,6 +573,11 @@ void test_speed_note() {
   for (int threads : {1, 2}) {
     report_speed<float>("f32", threads);
     report_speed<double>("f64", threads);
+    if (have_avx512()) {
+      const ZmmKernels zmm;
+      report_speed<float>("f32", threads);
+      report_speed<double>("f64", threads);
+    }
   }
 #else
   skip("Debug build: speed is reported in Release only");
@@ -414,10 +585,16 @@ void test_speed_note() {
 }
 
 const Test kTests[] = {
+    {"avx512_f32", test_avx512_f32},
+    {"avx512_f64", test_avx512_f64},
     {"avx2_f32", test_avx2_f32},
     {"avx2_f64", test_avx2_f64},
     {"portable_f32", test_portable_f32},
     {"portable_f64", test_portable_f64},
+    {"uncapped_path", test_uncapped_path},
+    {"bf16_native", test_bf16_native},
+    {"bf16_widened", test_bf16_widened},
+    {"bf16_errors", test_bf16_errors},
     {"large", test_large},
     {"shared_units_f32", test_shared_units_f32},
     {"shared_units_f64", test_shared_units_f64},

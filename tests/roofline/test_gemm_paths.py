@@ -1,0 +1,237 @@
+"""GEMM on every path this CPU runs (the zmm kernels, AVX2, portable) against numpy over edge
+tiles, the bf16 GEMM against a float64 product of the bf16-rounded inputs on its vdpbf16ps
+and widened paths, bf16 rounding against hand-worked values, and conv2d's im2col on the zmm
+GEMM against a numpy im2col."""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Iterator
+
+import numpy as np
+import pytest
+
+from fastbench import _core
+from fastbench.roofline import kernels
+
+RNG = np.random.default_rng(4321)
+HAS_AVX512 = _core.best_isa() == "avx512"
+HAS_BF16 = HAS_AVX512 and _core.cpu_features().avx512_bf16
+# Around the tiles of every kernel (zmm 12x32 float / 8x24 double, ymm 6x16 / 6x8, portable
+# 4x8 / 4x4), 1xN, Nx1, k = 1, and k past one k block (512).
+SHAPES = [(1, 1, 1), (1, 97, 13), (97, 1, 13), (40, 70, 1), (12, 32, 8), (11, 31, 9),
+          (13, 33, 17), (8, 24, 5), (9, 25, 3), (24, 48, 64), (25, 49, 65), (61, 150, 45),
+          (30, 100, 520), (3, 40, 1030)]
+
+
+@contextmanager
+def _isa_capped(isa: str) -> Iterator[None]:
+    before = _core._isa_cap()
+    _core._set_isa_cap(isa)
+    try:
+        yield
+    finally:
+        _core._set_isa_cap(before)
+
+
+@contextmanager
+def _zmm_kernels() -> Iterator[None]:
+    """gemm's zmm kernels inside the block, even on a core whose 512-bit FMAs are half rate."""
+    _core._gemm_zmm_at_half_rate(True)
+    try:
+        yield
+    finally:
+        _core._gemm_zmm_at_half_rate(False)
+
+
+def _bf16_values(bits: np.ndarray) -> np.ndarray:
+    return (bits.astype(np.uint32) << np.uint32(16)).view(np.float32)
+
+
+def _check(got: np.ndarray, want: np.ndarray, scale: np.ndarray, k: int, eps: float) -> None:
+    """Elementwise error within 4 (k + 2) eps of the sum of the terms' magnitudes."""
+    err = np.abs(got.astype(np.float64) - want)
+    bound = 4.0 * (k + 2) * eps * (scale + 1e-30)
+    assert (err <= bound).all(), float((err / (scale + 1e-30)).max())
+
+
+def _gemm_against_numpy(dtype: type, m: int, n: int, k: int, threads: int) -> None:
+    a = RNG.standard_normal((m, k)).astype(dtype)
+    b = RNG.standard_normal((k, n)).astype(dtype)
+    c0 = RNG.standard_normal((m, n)).astype(dtype)
+    out = c0.copy()
+    kernels.gemm(a, b, out, alpha=0.5, beta=-1.0, threads=threads)
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    want = 0.5 * (a64 @ b64) - c0
+    scale = 0.5 * (np.abs(a64) @ np.abs(b64)) + np.abs(c0)
+    _check(out, want, scale, k, float(np.finfo(dtype).eps))
+
+
+@pytest.mark.skipif(not HAS_AVX512, reason="no AVX-512 on this CPU")
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("m,n,k", SHAPES)
+@pytest.mark.parametrize("threads", [1, 2])
+def test_gemm_avx512_path_matches_numpy(dtype: type, m: int, n: int, k: int,
+                                        threads: int) -> None:
+    with _zmm_kernels():
+        assert kernels.gemm_isa() == "avx512"
+        _gemm_against_numpy(dtype, m, n, k, threads)
+
+
+@pytest.mark.parametrize("cap", ["avx2", "portable"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_gemm_narrower_paths_match_numpy(cap: str, dtype: type, threads: int) -> None:
+    if _core.isa_names().index(cap) > _core.isa_names().index(_core.best_isa()):
+        pytest.skip(f"no {cap} on this CPU")
+    with _isa_capped(cap), _zmm_kernels():
+        assert kernels.gemm_isa() == cap  # the cap holds whatever the zmm preference
+        for m, n, k in SHAPES[::2]:
+            _gemm_against_numpy(dtype, m, n, k, threads)
+
+
+@pytest.mark.skipif(not HAS_AVX512, reason="no AVX-512 on this CPU")
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_gemm_avx512_path_reads_transposed_and_strided_inputs(dtype: type) -> None:
+    a = RNG.standard_normal((45, 70)).astype(dtype).T  # 70x45, Fortran order
+    b = RNG.standard_normal((90, 66)).astype(dtype)[::2, ::3]  # 45x22, strided
+    with _zmm_kernels():
+        got = kernels.gemm(a, b, threads=2)
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    _check(got, a64 @ b64, np.abs(a64) @ np.abs(b64), 45, float(np.finfo(dtype).eps))
+
+
+def test_gemm_names_the_path_that_pays_uncapped() -> None:
+    """Zen 4 (AMD family 0x19) runs 512-bit FMAs as two 256-bit halves: its GEMM keeps to the
+    ymm kernel, measured faster there; other AVX-512 cores run the zmm kernels."""
+    f = _core.cpu_features()
+    zen4 = f.vendor == "AuthenticAMD" and f.family == 0x19
+    best = _core.best_isa()
+    assert kernels.gemm_isa() == ("avx2" if best == "avx512" and zen4 else best)
+
+
+# -- bf16 ---------------------------------------------------------------------------------------
+def test_to_bfloat16_rounds_to_nearest_even() -> None:
+    one = np.float32(1.0)
+    half_ulp = np.float32(2.0 ** -8)  # half a bf16 ulp at 1.0 (7 fraction bits)
+    x = np.array([1.0, one + half_ulp, one + 3 * half_ulp, one + half_ulp * 1.5, -2.5,
+                  np.inf, -np.inf, 3.4e38, 1e-40], dtype=np.float32)
+    # 1+2^-8 is a tie: to even (1.0); 1+3*2^-8 ties up to 1+2^-6 (even); 1+1.5*2^-8 rounds up
+    # to 1+2^-7; -2.5 is exact; 3.4e38 rounds past the largest bf16 to infinity; a subnormal
+    # keeps its upper bits.
+    want = [0x3F80, 0x3F80, 0x3F82, 0x3F81, 0xC020, 0x7F80, 0xFF80, 0x7F80, 0x0001]
+    assert kernels.to_bfloat16(x).tolist() == want
+    nan = kernels.to_bfloat16(np.array([np.nan, -np.nan], dtype=np.float32))
+    assert np.isnan(_bf16_values(nan)).all()
+    with pytest.raises(TypeError, match="x must be a float32 numpy array"):
+        kernels.to_bfloat16(np.zeros(3))
+
+
+def test_to_bfloat16_agrees_with_torch() -> None:
+    torch = pytest.importorskip("torch")
+    x = RNG.standard_normal(10000).astype(np.float32) * np.float32(1e3)
+    want = torch.from_numpy(x).bfloat16().view(torch.int16).numpy().view(np.uint16)
+    assert (kernels.to_bfloat16(x) == want).all()
+
+
+def _gemm_bf16_against_reference(m: int, n: int, k: int, threads: int) -> None:
+    a = RNG.standard_normal((m, k)).astype(np.float32)
+    b_bits = kernels.to_bfloat16(RNG.standard_normal((k, n)).astype(np.float32))
+    c0 = RNG.standard_normal((m, n)).astype(np.float32)
+    out = c0.copy()
+    # a as float32 (rounded inside), b as bf16 bits.
+    kernels.gemm_bf16(a, b_bits, out, alpha=2.0, beta=0.5, threads=threads)
+    a64 = _bf16_values(kernels.to_bfloat16(a)).astype(np.float64)
+    b64 = _bf16_values(b_bits).astype(np.float64)
+    want = 2.0 * (a64 @ b64) + 0.5 * c0
+    scale = 2.0 * (np.abs(a64) @ np.abs(b64)) + 0.5 * np.abs(c0)
+    _check(out, want, scale, k, float(np.finfo(np.float32).eps))
+
+
+@pytest.mark.skipif(not HAS_BF16, reason="no AVX512_BF16 on this CPU")
+@pytest.mark.parametrize("m,n,k", SHAPES + [(6, 64, 2), (7, 65, 2049)])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_gemm_bf16_vdpbf16ps_path_matches_the_rounded_float_product(m: int, n: int, k: int,
+                                                                    threads: int) -> None:
+    assert kernels.gemm_bf16_isa() == "avx512_bf16"
+    _gemm_bf16_against_reference(m, n, k, threads)
+
+
+@pytest.mark.parametrize("cap", ["avx2", "portable"])
+def test_gemm_bf16_widened_path_matches_the_rounded_float_product(cap: str) -> None:
+    if _core.isa_names().index(cap) > _core.isa_names().index(_core.best_isa()):
+        pytest.skip(f"no {cap} on this CPU")
+    with _isa_capped(cap):
+        assert kernels.gemm_bf16_isa() == cap
+        for m, n, k in SHAPES[::3]:
+            _gemm_bf16_against_reference(m, n, k, threads=2)
+
+
+def test_gemm_bf16_with_out_sharing_the_buffer_of_an_input_matches_the_product() -> None:
+    # bf16 bits of a (m, k) stored in the same buffer the float32 result is written to: the
+    # product must be of a as it was, as numpy's matmul would give.
+    m = n = k = 96
+    buf = np.zeros(m * n, dtype=np.float32)
+    a_bits = buf.view(np.uint16)[: m * k].reshape(m, k)
+    a_bits[:] = kernels.to_bfloat16(RNG.standard_normal((m, k)).astype(np.float32))
+    b_bits = kernels.to_bfloat16(RNG.standard_normal((k, n)).astype(np.float32))
+    a64 = _bf16_values(a_bits.copy()).astype(np.float64)
+    want = a64 @ _bf16_values(b_bits).astype(np.float64)
+    out = buf.reshape(m, n)
+    kernels.gemm_bf16(a_bits, b_bits, out, threads=2)
+    scale = np.abs(a64) @ np.abs(_bf16_values(b_bits).astype(np.float64))
+    _check(out, want, scale, k, float(np.finfo(np.float32).eps))
+
+
+def test_gemm_bf16_reads_torch_bf16_bits() -> None:
+    torch = pytest.importorskip("torch")
+    a = torch.randn(33, 20).bfloat16()
+    b = torch.randn(20, 17).bfloat16()
+    got = kernels.gemm_bf16(a.view(torch.int16).numpy().view(np.uint16),
+                            b.view(torch.int16).numpy().view(np.uint16))
+    want = a.double().numpy() @ b.double().numpy()
+    assert np.allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("call, error, match", [
+    (lambda: kernels.gemm_bf16(np.zeros((2, 3)), np.zeros((3, 2), np.float32)), TypeError,
+     "a has dtype float64, expected float32"),
+    (lambda: kernels.gemm_bf16(np.zeros((2, 3), np.uint16), np.zeros((4, 2), np.uint16)),
+     ValueError, "do not agree"),
+    (lambda: kernels.gemm_bf16(np.zeros(3, np.uint16), np.zeros((3, 2), np.uint16)),
+     ValueError, "a has 1 dimensions"),
+    (lambda: kernels.gemm_bf16(np.zeros((2, 3), np.uint16), np.zeros((3, 2), np.uint16),
+                               np.zeros((2, 2))), TypeError, "out has dtype float64"),
+    (lambda: kernels.gemm_bf16(np.zeros((2, 3), np.uint16), np.zeros((3, 2), np.uint16),
+                               beta=1.0), ValueError, "beta != 0 needs an out"),
+    (lambda: kernels.gemm_bf16([[1.0]], np.zeros((1, 1), np.uint16)), TypeError,
+     "a must be a numpy array"),
+])
+def test_gemm_bf16_bad_inputs(call: object, error: type[Exception], match: str) -> None:
+    with pytest.raises(error, match=match):
+        call()  # type: ignore[operator]
+
+
+# -- conv2d -------------------------------------------------------------------------------------
+def _im2col_conv(x: np.ndarray, w: np.ndarray, pad: int) -> np.ndarray:
+    """Stride 1, no groups: numpy's im2col lowering and a float64 matmul."""
+    n, c, h, wd = x.shape
+    co, _, kh, kw = w.shape
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    oh, ow = h + 2 * pad - kh + 1, wd + 2 * pad - kw + 1
+    cols = np.lib.stride_tricks.sliding_window_view(xp, (kh, kw), axis=(2, 3))
+    cols = cols.transpose(0, 1, 4, 5, 2, 3).reshape(n, c * kh * kw, oh * ow)
+    return (w.reshape(co, -1).astype(np.float64) @ cols).reshape(n, co, oh, ow)
+
+
+@pytest.mark.skipif(not HAS_AVX512, reason="no AVX-512 on this CPU")
+@pytest.mark.parametrize("threads", [1, 2])
+def test_conv2d_im2col_on_the_avx512_gemm_matches_numpy(threads: int) -> None:
+    x = RNG.standard_normal((2, 5, 17, 19)).astype(np.float32)
+    w = RNG.standard_normal((30, 5, 3, 3)).astype(np.float32)
+    with _zmm_kernels():
+        assert kernels.gemm_isa() == "avx512"
+        got = kernels.conv2d(x, w, padding=1, algo="im2col", threads=threads)
+    want = _im2col_conv(x, w, 1)
+    scale = _im2col_conv(np.abs(x), np.abs(w), 1)
+    _check(got, want, scale, 5 * 9, float(np.finfo(np.float32).eps))
