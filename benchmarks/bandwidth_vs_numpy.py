@@ -1,7 +1,9 @@
 """fastbench triad and copy at DRAM size against numpy's expressions and a plain C STREAM
 triad compiled -O3, one thread, interleaved. Bytes are counted as STREAM does for all of
 them (copy 16 B, triad 24 B per element; no write-allocate), so GB/s compare directly.
-Targets: >= 1.0x numpy, and within 10% of the C triad.
+Targets: >= 1.0x numpy, and within 10% of the C triad. Then read and triad in L1 and L2 on
+every ISA path this CPU runs (through the ISA cap), and numpy's sum and triad at the same
+sizes: the cache ceilings should be the widest path's.
 Run on a quiet machine: python benchmarks/bandwidth_vs_numpy.py
 """
 
@@ -16,6 +18,8 @@ import time
 
 import numpy as np
 
+from fastbench import _core
+from fastbench.machine import caches
 from fastbench.roofline import kernels
 
 WORKING_SET = 3 * (96 << 20)  # three 96 MiB arrays: far beyond the last-level cache
@@ -93,6 +97,40 @@ def main() -> None:
           f"{kernels.bandwidth('triad', WORKING_SET, min_time_s=0.2).gb_per_s:.2f} GB/s "
           f"({statistics.median(fb_triad):.2f} median single-thread)")
 
+    _cache_levels()
+
+
+def _cache_levels() -> None:
+    """read and triad in L1 and L2 (half of each, one thread) on every ISA path, with
+    numpy's sum and triad beside them."""
+    data = {c.level: c.size_bytes for c in caches() if c.kind in ("Data", "Unified")}
+    sizes = {"L1": data.get(1, 32 << 10) // 2, "L2": data.get(2, 512 << 10) // 2}
+    isas = [i for i in _core.isa_names()
+            if _core.isa_names().index(i) <= _core.isa_names().index(_core.best_isa())]
+    print(f"cache levels, one thread, GB/s (best of 5 readings); "
+          f"{', '.join(f'{k} {v >> 10} KiB' for k, v in sizes.items())}")
+    print(f"  {'path':<10}" + "".join(f"{f'{k} {lv}':>12}" for lv in sizes
+                                      for k in ("read", "triad")))
+    before = _core._isa_cap()
+    try:
+        for isa in isas:
+            _core._set_isa_cap(isa)
+            row = [max(kernels.bandwidth(k, nbytes, threads=1, min_time_s=0.05).gb_per_s
+                       for _ in range(5)) for nbytes in sizes.values() for k in ("read", "triad")]
+            print(f"  {isa:<10}" + "".join(f"{g:>12.1f}" for g in row))
+    finally:
+        _core._set_isa_cap(before)
+    row = []
+    for nbytes in sizes.values():
+        x = np.ones(nbytes // 8)
+        n3 = nbytes // 24
+        a3, b3, c3 = np.ones(n3), np.ones(n3), np.ones(n3)
+        # Many calls: one over a cache-sized array lasts microseconds.
+        row.append(max(_best_gbs(lambda: float(x.sum()), float(nbytes), 2000)))  # noqa: B023
+        row.append(max(_best_gbs(lambda: np.add(b3, np.multiply(c3, 3.0, out=a3),  # noqa: B023
+                                                out=a3), 24.0 * n3, 2000)))
+    print(f"  {'numpy':<10}" + "".join(f"{g:>12.1f}" for g in row)
+          + "   (sum; two-pass triad counted as one)")
 
 if __name__ == "__main__":
     main()

@@ -20,7 +20,9 @@ struct BandwidthResult {
   double gb_per_s = 0.0;        // bytes_per_pass / best_s / 1e9
   int threads = 1;
   int passes = 0;
-  std::string isa;              // isa_name() of the path run: "avx2" or "portable"
+  std::string isa;              // isa_name() of the loops run: "avx512", "avx2" or "portable";
+                                // "avx2" for the 16-byte loops of copy, scale, add and triad
+                                // past the caches (32 MiB per thread and more)
 };
 
 // Runs `kind` over `working_set_bytes` (split evenly among its arrays, each 64-byte aligned,
@@ -31,5 +33,21 @@ struct BandwidthResult {
 // InterruptScope of the calling thread stops it.
 BandwidthResult bandwidth(const std::string& kind, std::size_t working_set_bytes, int threads = 1,
                           double min_time_s = 0.05);
+
+namespace detail {
+// What one pass computed and the ISA of the loops that ran it.
+struct BandwidthPass {
+  double sum = 0.0;         // read: the sum of x1; 0 for the other kinds
+  const char* isa = "";     // isa_name(), as BandwidthResult::isa
+};
+
+// Test hook: one untimed pass of `kind` over [0, n) on the path bandwidth() takes now (the
+// ISA cap included; `past_caches` picks the loops of working sets past the caches), so its
+// arithmetic can be checked against a scalar loop: write y = 3; copy y = x1; scale y = 3 x1;
+// add y = x1 + x2; triad y = x1 + 3 x2. Arrays must be 64-byte aligned (slices are), else
+// std::invalid_argument; x2 and y may be the same array as x1 where unused.
+BandwidthPass bandwidth_pass(const std::string& kind, const double* x1, const double* x2,
+                             double* y, std::size_t n, bool past_caches = false);
+}  // namespace detail
 
 }  // namespace fastbench

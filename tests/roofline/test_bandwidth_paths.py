@@ -1,0 +1,46 @@
+"""fastbench.roofline.kernels.bandwidth on every ISA path this CPU runs: the kernel takes the
+widest vectors the ISA cap allows (AVX-512 where present) in cache-sized working sets and
+names them; the element-wise results of each path are checked in tests/cpp/test_bandwidth.cpp."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import pytest
+
+from fastbench import _core
+from fastbench.roofline import kernels
+
+ISAS = tuple(_core.isa_names())
+RUNNABLE = ISAS[:ISAS.index(_core.best_isa()) + 1]
+
+
+@pytest.fixture
+def restore_cap() -> Iterator[None]:
+    before = _core._isa_cap()
+    yield
+    _core._set_isa_cap(before)
+
+
+@pytest.mark.parametrize("isa", RUNNABLE)
+def test_bandwidth_runs_the_widest_path_the_cap_allows(isa: str, restore_cap: None) -> None:
+    _core._set_isa_cap(isa)
+    for kind in kernels.BANDWIDTH_KINDS:
+        r = kernels.bandwidth(kind, 3 * 8 * 1024, threads=1, min_time_s=0.001)
+        assert r.isa == isa, (kind, r.isa)
+        assert r.gb_per_s > 0 and r.passes >= 3
+
+
+def test_uncapped_bandwidth_uses_avx512_where_the_cpu_has_it() -> None:
+    r = kernels.bandwidth("read", 16 * 1024, threads=1, min_time_s=0.001)
+    assert r.isa == _core.best_isa()
+    if _core.best_isa() != "avx512":
+        pytest.skip(f"this CPU runs {_core.best_isa()}: the AVX-512 path cannot run here")
+
+
+@pytest.mark.parametrize("isa", RUNNABLE)
+def test_streaming_kinds_past_the_caches_run_16_byte_loops(isa: str, restore_cap: None) -> None:
+    _core._set_isa_cap(isa)
+    r = kernels.bandwidth("triad", 33 << 20, threads=1, min_time_s=0.001)
+    assert r.isa == ("portable" if isa == "portable" else "avx2")
+    assert kernels.bandwidth("read", 33 << 20, threads=1, min_time_s=0.001).isa == isa
