@@ -39,12 +39,12 @@ PUBLIC = {
     "fastbench.timing": """ImportRef WorkerError importable measure measure_run_variation
         timeit""",
     "fastbench.kernels": """BANDWIDTH_KINDS BandwidthResult PeakResult bandwidth conv2d gemm
-        gemm_isa peak_flops""",
+        gemm_bf16 gemm_bf16_isa gemm_isa peak_flops to_bfloat16""",
     "fastbench.memory": "CallMemory MemoryTracker MemoryUsage Snapshot call_memory format_size track",
     "fastbench.results": """ResultsFile ResultsFileError SCHEMA_VERSION load load_any load_file
         load_pyperf load_pytest_benchmark machine_metadata register_kind save""",
-    "fastbench.roofline": """AGREE_WITHIN MAX_READINGS Placement Roofline cache_path calibrate
-        place plot workload_threads""",
+    "fastbench.roofline": """ABOVE_ROOF_CAUSES ABOVE_ROOF_TOLERANCE AGREE_WITHIN MAX_READINGS
+        Placement Roofline cache_path calibrate place plot workload_threads""",
     "fastbench.stats": """MIN_RUNS MIN_SAMPLES Outliers RunLevel SampleComparison Summary
         adjust_pvalues as_samples compare_runs compare_samples median_ci median_ratio_ci
         required_samples

@@ -242,6 +242,27 @@ void gemm_arrays(const Dense<T>& a, const Dense<T>& b, Dense<T>& out, T alpha, T
   fb::gemm(da[0], db[1], da[1], alpha, pa, da[1], pb, db[1], beta, c, db[1], threads);
 }
 
+// out = alpha·a·b + beta·out with a and b uint16 arrays of bf16 bits, out float32.
+void gemm_bf16_arrays(const Dense<std::uint16_t>& a, const Dense<std::uint16_t>& b,
+                      Dense<float>& out, float alpha, float beta, int threads) {
+  const std::vector<std::size_t> da = dims(a, 2, "gemm_bf16", "a");
+  const std::vector<std::size_t> db = dims(b, 2, "gemm_bf16", "b");
+  const std::vector<std::size_t> dc = dims(out, 2, "gemm_bf16", "out");
+  if (da[1] != db[0] || dc[0] != da[0] || dc[1] != db[1]) {
+    throw std::invalid_argument("[gemm_bf16] shapes do not agree: a " + std::to_string(da[0]) +
+                                "x" + std::to_string(da[1]) + ", b " + std::to_string(db[0]) +
+                                "x" + std::to_string(db[1]) + ", out " +
+                                std::to_string(dc[0]) + "x" + std::to_string(dc[1]));
+  }
+  float* c = out.mutable_data();  // throws if out is read-only
+  const std::uint16_t* pa = a.data();
+  const std::uint16_t* pb = b.data();
+  // Safe without the GIL: only the arrays' buffers are touched, and the caller holds them.
+  py::gil_scoped_release nogil;
+  const fb::InterruptScope interrupt(signal_raised, nullptr);
+  fb::gemm_bf16(da[0], db[1], da[1], alpha, pa, da[1], pb, db[1], beta, c, db[1], threads);
+}
+
 py::array_t<float> conv2d_arrays(const Dense<float>& x, const Dense<float>& w,
                                  const std::optional<Dense<float>>& bias,
                                  std::pair<std::size_t, std::size_t> stride,
@@ -325,9 +346,14 @@ PYBIND11_MODULE(_core, m) {
       .def_readonly("avx512bw", &fb::CpuFeatures::avx512bw)
       .def_readonly("avx512dq", &fb::CpuFeatures::avx512dq)
       .def_readonly("avx512vl", &fb::CpuFeatures::avx512vl)
+      .def_readonly("avx512_vnni", &fb::CpuFeatures::avx512_vnni)
+      .def_readonly("avx512_bf16", &fb::CpuFeatures::avx512_bf16)
+      .def_readonly("avx_vnni", &fb::CpuFeatures::avx_vnni)
       .def_readonly("rdtscp", &fb::CpuFeatures::rdtscp)
       .def_readonly("invariant_tsc", &fb::CpuFeatures::invariant_tsc)
-      .def_readonly("hypervisor", &fb::CpuFeatures::hypervisor);
+      .def_readonly("hypervisor", &fb::CpuFeatures::hypervisor)
+      .def_readonly("family", &fb::CpuFeatures::family)
+      .def_readonly("model", &fb::CpuFeatures::model);
   m.def("cpu_features", &fb::cpu_features, py::return_value_policy::copy,
         "Processor features detected at run time.");
 
@@ -346,6 +372,9 @@ PYBIND11_MODULE(_core, m) {
       "_set_isa_cap",
       [](const std::string& isa) { fb::detail::set_isa_cap(fb::parse_isa(isa, "_set_isa_cap")); },
       py::arg("isa"), "Test hook: cap the ISA of every kernel (process-wide).");
+  m.def("has_avx512_bf16", &fb::has_avx512_bf16, "AVX512_BF16 usable now (the cap included).");
+  m.def("has_avx512_vnni", &fb::has_avx512_vnni, "AVX512_VNNI usable now (the cap included).");
+  m.def("has_avx_vnni", &fb::has_avx_vnni, "AVX-VNNI usable now (the cap included).");
 
   py::class_<fb::TscCalibration>(m, "TscCalibration", "TSC rate measured against steady_clock.")
       .def_readonly("hz", &fb::TscCalibration::hz)
@@ -530,7 +559,15 @@ PYBIND11_MODULE(_core, m) {
   m.def("gemm_f64", &gemm_arrays<double>, py::arg("a").noconvert(), py::arg("b").noconvert(),
         py::arg("out").noconvert(), py::arg("alpha") = 1.0, py::arg("beta") = 0.0,
         py::arg("threads") = 0, "out = alpha*a@b + beta*out for C-contiguous float64 arrays.");
-  m.def("gemm_isa", &fb::gemm_isa, "The ISA gemm runs now: 'avx2' or 'portable'.");
+  m.def("gemm_bf16", &gemm_bf16_arrays, py::arg("a").noconvert(), py::arg("b").noconvert(),
+        py::arg("out").noconvert(), py::arg("alpha") = 1.0f, py::arg("beta") = 0.0f,
+        py::arg("threads") = 0,
+        "out = alpha*a@b + beta*out, a and b uint16 bf16 bits, out float32 (C-contiguous).");
+  m.def("gemm_isa", &fb::gemm_isa, "The ISA gemm runs now: 'avx512', 'avx2' or 'portable'.");
+  m.def("gemm_bf16_isa", &fb::gemm_bf16_isa,
+        "The path gemm_bf16 runs now: 'avx512_bf16' or the float32 gemm's ISA it widens to.");
+  m.def("_gemm_zmm_at_half_rate", &fb::detail::gemm_zmm_at_half_rate, py::arg("on"),
+        "Test hook: run gemm's zmm kernels even where 512-bit FMAs are half rate (Zen 4).");
   py::class_<fb::GemmBlocking>(m, "GemmBlocking", "Cache and register blocking of gemm.")
       .def_readonly("mc", &fb::GemmBlocking::mc)
       .def_readonly("kc", &fb::GemmBlocking::kc)
@@ -559,19 +596,23 @@ PYBIND11_MODULE(_core, m) {
   m.def("bandwidth", interruptible(&fb::bandwidth), py::arg("kind"), py::arg("working_set_bytes"),
         py::arg("threads") = 1, py::arg("min_time_s") = 0.05,
         py::call_guard<py::gil_scoped_release>(), "A STREAM-style kernel's GB/s (GIL released).");
-  py::class_<fb::PeakResult>(m, "PeakResult", "Peak floating-point rate of FMA chains.")
+  py::class_<fb::PeakResult>(m, "PeakResult", "Peak rate of FMA or dot-product chains.")
       .def_readonly("dtype", &fb::PeakResult::dtype)
       .def_readonly("isa", &fb::PeakResult::isa)
+      .def_readonly("instruction", &fb::PeakResult::instruction)
+      .def_readonly("vector_bits", &fb::PeakResult::vector_bits)
       .def_readonly("add_mix", &fb::PeakResult::add_mix)
+      .def_readonly("fma_per_iter", &fb::PeakResult::fma_per_iter)
+      .def_readonly("add_per_iter", &fb::PeakResult::add_per_iter)
+      .def_readonly("flops_per_instruction", &fb::PeakResult::flops_per_instruction)
       .def_readonly("threads", &fb::PeakResult::threads)
       .def_readonly("flops_per_s", &fb::PeakResult::flops_per_s)
       .def_readonly("core_hz", &fb::PeakResult::core_hz)
       .def_readonly("flops_per_cycle", &fb::PeakResult::flops_per_cycle)
-      .def_readonly("expected_flops_per_cycle", &fb::PeakResult::expected_flops_per_cycle)
       .def_readonly("seconds", &fb::PeakResult::seconds);
   m.def("peak_flops", interruptible(&fb::peak_flops), py::arg("dtype"), py::arg("threads") = 1,
-        py::arg("add_mix") = false, py::arg("min_time_s") = 0.1,
-        py::call_guard<py::gil_scoped_release>(), "FMA-chain FLOP/s (GIL released).");
+        py::arg("add_mix") = false, py::arg("min_time_s") = 0.1, py::arg("isa") = "",
+        py::call_guard<py::gil_scoped_release>(), "FMA or dot-chain FLOP/s (GIL released).");
   m.def("core_hz", interruptible(&fb::core_hz), py::arg("min_time_s") = 0.02,
         py::call_guard<py::gil_scoped_release>(), "Core clock from dependent adds.");
 }

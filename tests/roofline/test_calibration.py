@@ -22,11 +22,15 @@ def _fake_calibration(monkeypatch: pytest.MonkeyPatch, calls: list[str]) -> None
     """Kernels replaced by known figures, so calibrate()'s plan and cache can be checked fast."""
 
     def peak(dtype: str, threads: int | None = None, *, add_mix: bool = False,
-             min_time_s: float = 0.1) -> kernels.PeakResult:
-        calls.append(f"peak {dtype} {add_mix}")
-        base = 100.0 if dtype == "float32" else 50.0
-        rate = base * (1.2 if add_mix else 1.0) * 1e9
-        return kernels.PeakResult(dtype, "avx2+fma", add_mix, 2, rate, 3e9, rate / 2 / 3e9, 32.0, 0.1)
+             min_time_s: float = 0.1, isa: str | None = None) -> kernels.PeakResult:
+        calls.append(f"peak {dtype} {add_mix} {isa}")
+        base = {"float32": 100.0, "float64": 50.0, "bfloat16": 400.0, "int8": 800.0}[dtype]
+        # zmm wins for float32 and loses for float64 (as when a core splits 512-bit ops).
+        faster = (isa == "avx512") == (dtype != "float64")
+        rate = base * (1.2 if add_mix else 1.0) * (1.0 if faster else 0.8) * 1e9
+        bits = 512 if isa == "avx512" else 256
+        return kernels.PeakResult(dtype, isa or "avx2", add_mix, 2, rate, 3e9, rate / 2 / 3e9,
+                                  32.0, 0.1, f"fake {'zmm' if bits == 512 else 'ymm'}", bits)
 
     def bandwidth(kind: str, nbytes: int, threads: int | None = None,
                   min_time_s: float = 0.05) -> kernels.BandwidthResult:
@@ -37,6 +41,9 @@ def _fake_calibration(monkeypatch: pytest.MonkeyPatch, calls: list[str]) -> None
 
     monkeypatch.setattr(kernels, "peak_flops", peak)
     monkeypatch.setattr(kernels, "bandwidth", bandwidth)
+    # Both widths and both dot products, whatever this CPU has.
+    monkeypatch.setattr(calibration, "_peak_widths",
+                        lambda dt: ["avx512"] if dt in ("bfloat16", "int8") else ["avx512", "avx2"])
     monkeypatch.setattr(calibration, "_gemm_gflops", lambda dt, n, t, s: 90.0)
 
 
@@ -107,9 +114,11 @@ def test_calibrate_prints_nothing(monkeypatch: pytest.MonkeyPatch, tmp_path: Pat
                        progress=lambda d, t, w: seen.append((d, t, w)))
     out, err = capfd.readouterr()
     assert out == "" and err == ""
-    # quick: per dtype FMA, FMA+ADD and GEMM (6 steps), then one working set per level (4).
-    assert [d for d, _, _ in seen] == list(range(11)) and {t for _, t, _ in seen} == {10}
+    # quick: per dtype FMA, FMA+ADD and GEMM (6 steps), the bf16 and int8 dot peaks (2),
+    # then one working set per level (4).
+    assert [d for d, _, _ in seen] == list(range(13)) and {t for _, t, _ in seen} == {12}
     assert seen[0][2] == "FMA peak float32" and seen[2][2] == "GEMM float32 n=512"
+    assert [w for _, _, w in seen[6:8]] == ["bf16 dot peak", "int8 dot peak"]
     assert seen[-2][2].startswith("triad DRAM") and seen[-1][2] == "done"
 
 
@@ -171,14 +180,15 @@ def _fma_f32_readings(monkeypatch: pytest.MonkeyPatch, readings: list[float],
     given: list[float] = []
 
     def peak(dtype: str, threads: int | None = None, *, add_mix: bool = False,
-             min_time_s: float = 0.1) -> kernels.PeakResult:
-        r = fake_peak(dtype, threads, add_mix=add_mix, min_time_s=min_time_s)
-        if dtype != "float32" or add_mix:
+             min_time_s: float = 0.1, isa: str | None = None) -> kernels.PeakResult:
+        r = fake_peak(dtype, threads, add_mix=add_mix, min_time_s=min_time_s, isa=isa)
+        if dtype != "float32" or add_mix or isa != "avx512":
             return r
         gflops = readings[min(len(given), len(readings) - 1)]
         given.append(gflops)
         return kernels.PeakResult(dtype, r.isa, add_mix, r.threads, gflops * 1e9, r.core_hz,
-                                  r.flops_per_cycle, r.expected_flops_per_cycle, r.seconds)
+                                  r.flops_per_cycle, r.expected_flops_per_cycle, r.seconds,
+                                  r.instruction, r.vector_bits)
 
     monkeypatch.setattr(kernels, "peak_flops", peak)
     return given
@@ -211,8 +221,9 @@ def test_a_ceiling_that_never_settles_is_warned_about_and_not_reused(
     assert r.compute["fma float32"] == pytest.approx(276.0)  # the highest
     assert not r.settled and len(r.warnings) == 1
     warning = r.warnings[0]
-    assert warning.startswith("fma float32: 5 readings (205.0, 153.0, 142.0, 276.0, 180.0 GFLOP/s)")
-    assert "never agreed within 5%" in warning and any("warning: fma float32" in ln
+    assert warning.startswith("fma float32 (avx512): 5 readings (205.0, 153.0, 142.0, 276.0, "
+                              "180.0 GFLOP/s)")
+    assert "never agreed within 5%" in warning and any("warning: fma float32 (avx512)" in ln
                                                        for ln in r.lines())
     # Stored with its warning, but measured again rather than reused.
     path = roofline.cache_path(2, roofline.DTYPES, True)
@@ -271,3 +282,91 @@ def test_place_without_a_roofline_calibrates_on_the_workload_threads(
     monkeypatch.setattr(calibration, "calibrate", fake_calibrate)
     p = roofline.place(flops=1e9, bytes=1e9, seconds=1.0, threads=1)
     assert seen == [1] and p.threads == 1 and p.roofline_threads == 1 and p.warnings == ()
+
+
+def test_calibration_keeps_the_faster_width_and_says_which_won(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("FASTBENCH_CACHE_DIR", str(tmp_path))
+    calls: list[str] = []
+    _fake_calibration(monkeypatch, calls)
+    r = roofline.calibrate(threads=2, quick=True, progress=False)
+    # Both widths timed for every FMA ceiling.
+    for dt in ("float32", "float64"):
+        for mix in (False, True):
+            assert {f"peak {dt} {mix} avx512", f"peak {dt} {mix} avx2"} <= set(calls)
+    assert r.compute["fma float32"] == pytest.approx(100.0)  # zmm, the faster here
+    assert r.compute["fma float64"] == pytest.approx(50.0)   # ymm: zmm read 40
+    note64 = next(n for n in r.notes if n.startswith("fma float64:"))
+    assert "(fake ymm," in note64 and "the faster width, against avx512 40.0 GFLOP/s" in note64
+    note32 = next(n for n in r.notes if n.startswith("fma float32:"))
+    assert "(fake zmm," in note32 and "against avx2 80.0 GFLOP/s" in note32
+
+
+def test_calibration_adds_bf16_and_int8_ceilings_only_where_available(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("FASTBENCH_CACHE_DIR", str(tmp_path))
+    calls: list[str] = []
+    _fake_calibration(monkeypatch, calls)
+    r = roofline.calibrate(threads=2, quick=True, progress=False, cache=False)
+    assert r.compute["fma bfloat16"] == pytest.approx(400.0)
+    assert r.compute["dot int8"] == pytest.approx(800.0)
+    assert r.peak_gflops("bfloat16") == pytest.approx(400.0)
+    assert any(n.startswith("dot int8:") and "OPS/cycle" in n for n in r.notes)
+    # A CPU (or a cap) without them: no such ceilings, nothing timed.
+    monkeypatch.setattr(calibration, "_peak_widths",
+                        lambda dt: [] if dt in ("bfloat16", "int8") else ["avx2"])
+    calls.clear()
+    r = roofline.calibrate(threads=2, quick=True, progress=False, cache=False)
+    assert "fma bfloat16" not in r.compute and "dot int8" not in r.compute
+    assert not any("bfloat16" in c or "int8" in c for c in calls)
+
+
+def test_peak_widths_follow_the_cap() -> None:
+    from fastbench import _core
+    before = _core._isa_cap()
+    try:
+        _core._set_isa_cap("avx2")
+        assert "avx512" not in calibration._peak_widths("float32")
+        assert calibration._peak_widths("bfloat16") == []
+        _core._set_isa_cap("portable")
+        assert calibration._peak_widths("float64") == ["portable"]
+        assert calibration._dot_dtypes() == []
+    finally:
+        _core._set_isa_cap(before)
+    if _core.best_isa() == "avx512":
+        assert calibration._peak_widths("float32") == ["avx512", "avx2"]
+
+
+def _peak(isa: str, gflops: float, flops_per_cycle: float,
+          expected: float) -> kernels.PeakResult:
+    bits = 512 if isa == "avx512" else 256
+    return kernels.PeakResult("float32", isa, False, 1, gflops * 1e9, 3e9, flops_per_cycle,
+                              expected, 0.1, "x", bits)
+
+
+def test_calibration_warns_when_the_table_differs_by_more_than_10_percent() -> None:
+    zmm, ymm = _peak("avx512", 96.0, 32.0, 64.0), _peak("avx2", 96.0, 32.0, 32.0)
+    # zmm no faster than ymm on a core the table says has full 512-bit pipes.
+    text = calibration._table_deviation("fma float32", zmm, {"avx512": zmm, "avx2": ymm}, 1,
+                                        split_512=False)
+    assert text.startswith("warning: fma float32 reaches 50% of what the table promises "
+                           "(32.0 of 64.0 per cycle); likely cause: ")
+    assert "zmm ran no faster than ymm" in text and "wrong width" in text
+    # Above the table: its row does not fit.
+    high = _peak("avx2", 120.0, 40.0, 32.0)
+    assert "row does not fit" in calibration._table_deviation("fma float32", high,
+                                                              {"avx2": high}, 1, False)
+    # Within 10%, or no figure: nothing to say.
+    close = _peak("avx2", 90.0, 30.0, 32.0)
+    assert calibration._table_deviation("fma float32", close, {"avx2": close}, 1, False) == ""
+    none = _peak("avx2", 90.0, 30.0, 0.0)
+    assert calibration._table_deviation("fma float32", none, {"avx2": none}, 1, False) == ""
+    assert calibration.TABLE_AGREE_WITHIN == 0.10
+
+
+def test_smt_siblings_are_named_when_threads_exceed_physical_cores(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(calibration, "core_counts", lambda: (4, 2))
+    low = _peak("avx2", 50.0, 16.0, 32.0)
+    text = calibration._table_deviation("fma float32", low, {"avx2": low}, 4, False)
+    assert "4 threads on 2 physical cores: SMT siblings" in text

@@ -39,7 +39,7 @@ def _check_close(got: np.ndarray, want: np.ndarray, dtype: type, k: int) -> None
 
 # -- ISA paths --------------------------------------------------------------------------------
 ISAS = _core.isa_names()  # narrowest first
-# The widest path any kernel implements today: AVX-512 machines run the AVX2 kernels.
+# The widest path every kernel implements (conv2d's); the peak, GEMM and bandwidth go wider.
 WIDEST_KERNEL_ISA = "avx2"
 
 
@@ -316,6 +316,61 @@ def test_bandwidth_and_peak_bad_inputs(call: object, error: type[Exception], mat
         call()  # type: ignore[operator]
 
 
+def _peak_paths() -> list[tuple[str, str]]:
+    """(dtype, isa) for every peak path this CPU can run: each float width, bf16 and int8."""
+    paths = [(dt, isa) for dt in ("float32", "float64") for isa in CAPS]
+    if _core.has_avx512_bf16():
+        paths.append(("bfloat16", "avx512"))
+    if _core.has_avx512_vnni():
+        paths.append(("int8", "avx512"))
+    if _core.has_avx_vnni():
+        paths.append(("int8", "avx2"))
+    return paths
+
+
+@pytest.mark.parametrize("dtype, isa", _peak_paths())
+def test_every_peak_path_gives_a_positive_rate_and_its_instruction(dtype: str, isa: str) -> None:
+    r = kernels.peak_flops(dtype, threads=1, min_time_s=0.01, isa=isa)
+    assert r.isa == isa and r.dtype == dtype and r.flops_per_s > 0
+    bits = {"avx512": 512, "avx2": 256, "portable": 0}[isa]
+    assert r.vector_bits == bits
+    assert {512: "zmm", 256: "ymm", 0: "scalar"}[bits] in r.instruction
+    assert r.microarch  # the table row (or the fallback) it was judged against
+    if bits:
+        # Every SIMD path has a figure from the table on a known core, or the ISA fallback.
+        assert r.expected_flops_per_cycle > 0 or dtype in ("bfloat16", "int8")
+    else:
+        assert r.expected_flops_per_cycle == 0 and r.efficiency is None
+
+
+@pytest.mark.skipif(_core.best_isa() != "avx512", reason="no AVX-512 on this CPU")
+@pytest.mark.parametrize("dtype", ["bfloat16", "int8"])
+def test_dot_peaks_refuse_clearly_when_capped_below_avx512(dtype: str) -> None:
+    if dtype == "int8" and _core.cpu_features().avx_vnni:
+        pytest.skip("AVX-VNNI runs int8 on ymm below the cap")
+    need = "AVX512_BF16" if dtype == "bfloat16" else "AVX512_VNNI or AVX-VNNI"
+    with _isa_capped("avx2"):
+        with pytest.raises(ValueError, match=rf"{dtype} needs {need}, which the ISA cap "
+                                             "'avx2' turns off"):
+            kernels.peak_flops(dtype, threads=1, min_time_s=0.01)
+
+
+@pytest.mark.skipif(_core.cpu_features().avx512_bf16, reason="this CPU has AVX512_BF16")
+def test_bf16_peak_says_the_cpu_lacks_avx512_bf16() -> None:
+    with pytest.raises(ValueError, match="bfloat16 needs AVX512_BF16, which this CPU lacks"):
+        kernels.peak_flops("bfloat16", threads=1, min_time_s=0.01)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"dtype": "float16"}, "dtype must be one of float32, float64, bfloat16, int8"),
+    ({"dtype": "float32", "isa": "sse2"}, "isa must be None or one of portable"),
+    ({"dtype": "int8", "add_mix": True}, "add_mix is for float32 and float64"),
+])
+def test_peak_flops_rejects_bad_dtype_isa_and_mix(kwargs: dict, match: str) -> None:  # type: ignore[type-arg]
+    with pytest.raises(ValueError, match=match):
+        kernels.peak_flops(threads=1, min_time_s=0.01, **kwargs)
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_peak_flops_is_positive_and_near_what_the_isa_promises(dtype: str) -> None:
     r = kernels.peak_flops(dtype, threads=1, min_time_s=0.05)
@@ -340,21 +395,28 @@ def _reported_isas() -> dict[str, str]:
     }
 
 
+def _runs_capped(reported: str, active: str) -> bool:
+    """Below avx512 every kernel runs the capped path itself; on an avx512 path a kernel
+    may keep to avx2 where zmm does not pay (it names what it ran)."""
+    return (reported == _narrowest(active, WIDEST_KERNEL_ISA)
+            or (active == "avx512" and reported == "avx512"))
+
+
 @pytest.mark.parametrize("cap", ISAS)
 def test_every_kernel_runs_and_names_the_same_capped_isa(cap: str) -> None:
-    want = _narrowest(cap, _core.best_isa(), WIDEST_KERNEL_ISA)
+    active = _narrowest(cap, _core.best_isa())
     with _isa_capped(cap):
-        assert _core.active_isa() == _narrowest(cap, _core.best_isa())
+        assert _core.active_isa() == active
         reported = _reported_isas()
-    assert reported == dict.fromkeys(reported, want)
+    assert all(_runs_capped(isa, active) for isa in reported.values()), reported
+    assert reported["peak_flops"] == active  # the peak has chains of every width
 
 
 def test_uncapped_kernels_run_their_widest_path_the_cpu_allows() -> None:
     assert _core._isa_cap() == ISAS[-1]  # no test leaves a cap behind
-    want = _narrowest(_core.best_isa(), WIDEST_KERNEL_ISA)
-    assert set(_reported_isas().values()) == {want}
-    if _core.best_isa() == "avx512":
-        assert want == "avx2"  # no AVX-512 kernel yet: AVX-512 machines run the AVX2 path
+    reported = _reported_isas()
+    assert all(_runs_capped(isa, _core.best_isa()) for isa in reported.values()), reported
+    assert reported["peak_flops"] == _core.best_isa()
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -175,3 +175,144 @@ def test_roofline_warnings_round_trip_and_settled(tmp_path: Path, synthetic: Roo
     loaded = fastbench.load(path)
     assert loaded == noisy and loaded.warnings[0].code == "unsettled-ceiling"
     assert "  warning: fma float32: readings disagree" in loaded.lines()
+
+
+# -- points above their ceiling, and the level a working set fits ------------------------------
+def _zen4_like(ceiling_isa: str = "avx2", best_isa: str | None = "avx512") -> Roofline:
+    """Two threads; 32 KiB L1 and 1 MiB L2 per core, a shared 32 MiB L3; the FMA ceilings
+    measured with ``ceiling_isa`` (as the calibration's notes say) on a CPU that offers
+    ``best_isa``."""
+    machine: dict[str, Any] = {
+        "cpu_model": "synthetic", "gemm_isa": "avx2",
+        "caches": ["L1 Data 32768", "L1 Instruction 32768", "L2 Unified 1048576",
+                   "L3 Unified 33554432"]}
+    if best_isa is not None:
+        machine["best_isa"] = best_isa
+    return Roofline(
+        compute={"fma float32": 200.0, "gemm float32": 180.0, "fma float64": 100.0},
+        memory={"L1": 400.0, "L2": 200.0, "L3": 100.0, "DRAM": 25.0},
+        threads=2, quick=True, machine=machine,
+        notes=(f"fma float32: 23.9 FLOP/cycle per core of 32 expected ({ceiling_isa}, core at "
+               "3.50 GHz)", f"fma float64: 12.0 FLOP/cycle per core ({ceiling_isa}, core at "
+               "3.50 GHz)"))
+
+
+def test_point_10_percent_above_a_narrower_compute_ceiling_is_warned_narrower_vectors() -> None:
+    r = _zen4_like("avx2", "avx512")
+    p = r.place(flops=220e9, bytes=1e9, seconds=1.0, threads=2)  # 220 of 200 GFLOP/s
+    assert p.bound == "compute-bound" and p.fraction == pytest.approx(1.1)
+    w = p.above_roof
+    assert w is not None and w.code == "above-roof" and w in p.warnings
+    assert p.above_roof_causes == ("narrower-vectors", "wrong-count")
+    assert "10% above the fma float32 ceiling" in w
+    assert "measured with avx2 vectors while this CPU offers avx512" in w
+    assert f"  warning: {w}" in p.lines() and "above the fma float32 ceiling" in str(p)
+
+
+def test_point_above_a_ceiling_of_the_widest_vectors_blames_the_flop_count() -> None:
+    for r in (_zen4_like("avx512", "avx512"), _zen4_like("avx2", "avx2")):
+        p = r.place(flops=220e9, bytes=1e9, seconds=1.0, threads=2)
+        assert p.above_roof_causes == ("wrong-count",)
+        assert p.above_roof is not None and "FLOP count passed in is too high" in p.above_roof
+    # The CPU's widest ISA unknown: a narrower ceiling may be the cause, said as a maybe.
+    p = _zen4_like("avx2", None).place(flops=220e9, bytes=1e9, seconds=1.0, threads=2)
+    assert p.above_roof_causes == ("narrower-vectors", "wrong-count")
+    assert p.above_roof is not None and "the CPU may offer avx512" in p.above_roof
+
+
+def test_point_3_percent_above_its_ceiling_is_not_warned() -> None:
+    r = _zen4_like()
+    compute = r.place(flops=206e9, bytes=1e9, seconds=1.0, threads=2)   # 103% of 200
+    memory = r.place(flops=1e9, bytes=25.75e9, seconds=1.0, threads=2)  # 103% of DRAM
+    for p in (compute, memory):
+        assert p.fraction == pytest.approx(1.03)
+        assert p.above_roof is None and p.warnings == () and p.above_roof_causes == ()
+        assert not any("warning" in ln for ln in p.lines())
+    # Just past the 5% tolerance it is.
+    assert r.place(flops=210.2e9, bytes=1e9, seconds=1.0, threads=2).above_roof is not None
+
+
+def test_triad_straddling_l3_is_placed_on_dram_and_blames_the_cached_part() -> None:
+    # The tour's numpy triad: 3 x 32 MiB arrays, 5 sweeps of 32 MiB counted, 32 MiB of L3.
+    r = _zen4_like()
+    size = 1 << 22
+    p = r.place(flops=2.0 * size, bytes=5.0 * size * 8, seconds=5.0 * size * 8 / 35.25e9,
+                dtype="float64", working_set_bytes=3 * size * 8, threads=2)
+    assert p.memory_ceiling == "DRAM" and p.working_set_bytes == 96 << 20
+    assert p.fraction == pytest.approx(1.41)
+    assert p.above_roof_causes == ("faster-level", "wrong-count")
+    assert p.above_roof is not None
+    assert "41% above the DRAM bandwidth ceiling" in p.above_roof
+    assert "the working set (96 MiB) is within 4x of L3 (32 MiB)" in p.above_roof
+    assert "byte count passed in is too high for DRAM" in p.above_roof
+
+
+def test_point_above_dram_whose_working_set_fits_l2_names_l2() -> None:
+    r = _zen4_like()
+    # 1 MiB on two threads fits their 2 MiB of L2; judged against DRAM at 2x its bandwidth.
+    p = r.place(flops=1e9, bytes=50e9, seconds=1.0, level="DRAM", working_set_bytes=1 << 20,
+                threads=2)
+    assert p.memory_ceiling == "DRAM" and p.fraction == pytest.approx(2.0)
+    assert p.above_roof_causes == ("faster-level", "wrong-count")
+    assert p.above_roof is not None and "fits L2 (2 MiB)" in p.above_roof
+    assert "level='L2'" in p.above_roof
+    # Placed by its working set alone, it is on L2 and below that roof.
+    fitted = r.place(flops=1e9, bytes=50e9, seconds=1.0, working_set_bytes=1 << 20, threads=2)
+    assert fitted.memory_ceiling == "L2" and fitted.above_roof is None
+    # Far from every cache (1 GiB): only the byte count can be wrong.
+    big = r.place(flops=1e9, bytes=50e9, seconds=1.0, working_set_bytes=1 << 30, threads=2)
+    assert big.memory_ceiling == "DRAM" and big.above_roof_causes == ("wrong-count",)
+    # Unknown working set above DRAM: it may fit a faster level; on L1 nothing is faster.
+    unknown = r.place(flops=1e9, bytes=50e9, seconds=1.0, threads=2)
+    assert unknown.above_roof_causes == ("faster-level", "wrong-count")
+    assert unknown.above_roof is not None and "working_set_bytes=" in unknown.above_roof
+    l1 = r.place(flops=1e9, bytes=800e9, seconds=1.0, level="L1", threads=2)
+    assert l1.fraction == pytest.approx(2.0) and l1.above_roof_causes == ("wrong-count",)
+
+
+@pytest.mark.parametrize("working_set, level", [
+    (1, "L1"), (64 << 10, "L1"), ((64 << 10) + 1, "L2"),       # L1: 32 KiB x 2 threads
+    (2 << 20, "L2"), ((2 << 20) + 1, "L3"),                   # L2: 1 MiB x 2 threads
+    (32 << 20, "L3"), ((32 << 20) + 1, "DRAM"), (96 << 20, "DRAM"),  # L3: 32 MiB, shared
+])
+def test_working_set_picks_the_level_it_fits(working_set: int, level: str) -> None:
+    r = _zen4_like()
+    assert r.level_capacities() == {"L1": 64 << 10, "L2": 2 << 20, "L3": 32 << 20}
+    assert r.level_for(working_set) == level
+    p = r.place(flops=1e6, bytes=1e6, seconds=1.0, working_set_bytes=working_set, threads=2)
+    assert p.memory_ceiling == level and p.working_set_bytes == working_set
+    assert p.attainable_gflops == pytest.approx(min(200.0, r.memory[level] * 1.0))
+
+
+def test_working_set_level_without_cache_sizes_or_ceilings_is_dram(synthetic: Roofline) -> None:
+    assert synthetic.level_capacities() == {}  # no sizes recorded
+    assert synthetic.level_for(1024) == "DRAM"
+    r = _zen4_like()
+    no_l1 = Roofline(compute=r.compute, memory={"L2": 200.0, "DRAM": 25.0}, threads=2,
+                     quick=True, machine=r.machine)
+    assert no_l1.level_for(1024) == "L2" and no_l1.level_for(4 << 20) == "DRAM"
+    for bad in (0, -5):
+        with pytest.raises(ValueError, match="working_set_bytes"):
+            r.place(flops=1.0, bytes=1.0, seconds=1.0, working_set_bytes=bad)
+    with pytest.raises(TypeError, match="working_set_bytes"):
+        r.place(flops=1.0, bytes=1.0, seconds=1.0, working_set_bytes=1.5)  # type: ignore[arg-type]
+
+
+def test_ceiling_isa_is_read_from_what_the_calibration_recorded() -> None:
+    r = _zen4_like("avx2")
+    assert r.ceiling_isa("fma float32") == "avx2" and r.ceiling_isa("gemm float32") == "avx2"
+    assert r.widest_isa() == "avx512"
+    from dataclasses import replace
+
+    recorded = replace(r, machine={**r.machine, "ceiling_isas": {"fma float32": "avx512"}})
+    assert recorded.ceiling_isa("fma float32") == "avx512"
+    assert recorded.place(flops=220e9, bytes=1e9, seconds=1.0,
+                          threads=2).above_roof_causes == ("wrong-count",)
+    for instruction, isa in (("vfmadd231ps zmm", "avx512"), ("vfmadd231pd ymm", "avx2"),
+                             ("scalar C++", "portable")):
+        noted = replace(r, notes=(f"fma float32: 32.0 FLOP/cycle per core of 32 expected "
+                                  f"({instruction}, core at 3.66 GHz)",))
+        assert noted.ceiling_isa("fma float32") == isa
+    bare = Roofline(compute={"fma float32": 1.0}, memory={"DRAM": 1.0}, threads=1, quick=True,
+                    machine={})
+    assert bare.ceiling_isa("fma float32") is None and bare.widest_isa() is None

@@ -19,7 +19,7 @@ from ..comparison import compare
 from ..report.text import comparison_lines, measurement_lines
 from ..roofline import kernels
 from ..timing import measure
-from ..units import format_ns
+from ..units import format_bytes, format_ns
 from .info import info_lines
 from .output import out
 from .roofline import calibration_progress
@@ -76,21 +76,38 @@ def _tour_workloads() -> list[tuple[str, Callable[[], object]]]:
     return [("sorted(1000 ints)", lambda: sorted(data)), ("sum(range(1000))", lambda: sum(range(1000)))]
 
 
+_GEMM_N = 256
+_TRIAD_SIZE = 1 << 22  # 4 Mi float64 per array: 3 x 32 MiB
+
+
 def _tour_placements(roof: roofline.Roofline) -> list[str]:
     """A GEMM and a triad, measured and placed on the roofline."""
-    n = 256
+    n = _GEMM_N
     a = np.ones((n, n), dtype=np.float32)
     result = np.empty_like(a)
-    m = measure(kernels.gemm, a, a, result, name="gemm 256")
+    gemm = measure(kernels.gemm, a, a, result, name="gemm 256")
+    x, y, z = (np.ones(_TRIAD_SIZE) for _ in range(3))
+    triad = measure(lambda: np.add(y, np.multiply(z, 3.0, out=x), out=x), name="numpy triad")
+    return _placement_lines(roof, gemm.median_ns * 1e-9, triad.median_ns * 1e-9)
+
+
+def _placement_lines(roof: roofline.Roofline, gemm_s: float, triad_s: float) -> list[str]:
+    """The tour's two workloads placed on ``roof`` from their seconds per call, each on the
+    level its working set fits, with the warning of a point above its ceiling."""
+    n, size = _GEMM_N, _TRIAD_SIZE
     # Each operand read once and the result written once: the least traffic GEMM can do.
-    gemm = roof.place(m, flops=2.0 * n**3, bytes=3.0 * n * n * 4, dtype="float32", level="L2")
-    size = 1 << 22  # 4 Mi elements per array: 96 MiB moved, far beyond the caches
-    x, y, z = (np.ones(size) for _ in range(3))
-    m = measure(lambda: np.add(y, np.multiply(z, 3.0, out=x), out=x), name="numpy triad")
+    # The data is a (both operands) and the result.
+    gemm_ws = 2 * n * n * 4
+    gemm = roof.place(flops=2.0 * n**3, bytes=3.0 * n * n * 4, seconds=gemm_s, dtype="float32",
+                      working_set_bytes=gemm_ws)
     # Two ufunc passes: x = 3·z reads z and writes x, x = y + x reads y and x and writes x.
-    triad = roof.place(m, flops=2.0 * size, bytes=5.0 * size * 8, dtype="float64", level="DRAM")
-    return ["- fastbench GEMM n=256 float32, operands in L2", *gemm.lines(),
-            "- numpy x = y + 3·z on 4 Mi float64 (two ufunc passes, 5 sweeps of 32 MiB)",
+    triad_ws = 3 * size * 8
+    triad = roof.place(flops=2.0 * size, bytes=5.0 * size * 8, seconds=triad_s,
+                       dtype="float64", working_set_bytes=triad_ws)
+    return [f"- fastbench GEMM n={n} float32, {format_bytes(gemm_ws)} of operands and result: "
+            f"placed on {gemm.memory_ceiling}", *gemm.lines(),
+            f"- numpy x = y + 3·z on 4 Mi float64 (two ufunc passes, 5 sweeps of 32 MiB; "
+            f"{format_bytes(triad_ws)} of arrays): placed on {triad.memory_ceiling}",
             *triad.lines()]
 
 

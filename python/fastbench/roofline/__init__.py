@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from . import kernels
 from .calibration import AGREE_WITHIN, CACHE_VERSION, MAX_READINGS, cache_path, calibrate, place
-from .model import BOUNDS, DTYPES, LEVELS, Placement, Roofline, workload_threads
+from .model import (ABOVE_ROOF_CAUSES, ABOVE_ROOF_TOLERANCE, BOUNDS, DTYPES, LEVELS, Placement,
+                    Roofline, workload_threads)
 from .plotting import plot
 
-__all__ = ["AGREE_WITHIN", "BOUNDS", "CACHE_VERSION", "DTYPES", "LEVELS", "MAX_READINGS",
-           "Placement", "Roofline", "cache_path", "calibrate", "place", "plot",
+__all__ = ["ABOVE_ROOF_CAUSES", "ABOVE_ROOF_TOLERANCE", "AGREE_WITHIN", "BOUNDS", "CACHE_VERSION",
+           "DTYPES", "LEVELS", "MAX_READINGS", "Placement", "Roofline", "cache_path", "calibrate", "place", "plot",
            "workload_threads"]

@@ -21,7 +21,7 @@ import numpy as np
 
 from .. import _core
 from .._version import __version__
-from ..machine import cache_dir, caches, machine_info
+from ..machine import cache_dir, caches, core_counts, machine_info
 from ..measurement import Measurement
 from ..report.progress import Progress
 from ..report.warnings import WarningRecord
@@ -29,14 +29,15 @@ from ..timing.callables import measure
 from . import kernels
 from .model import DTYPES, LEVELS, UNSETTLED, Placement, Roofline, workload_threads
 
-__all__ = ["AGREE_WITHIN", "CACHE_VERSION", "MAX_READINGS", "Progress", "cache_path",
-           "calibrate", "place"]
+__all__ = ["AGREE_WITHIN", "CACHE_VERSION", "MAX_READINGS", "Progress", "TABLE_AGREE_WITHIN",
+           "cache_path", "calibrate", "place"]
 
 # Bump when what calibrate() measures or how it stores it changes: older cache files are
 # then recalibrated rather than read.
 # 1: first layout. 2: quick calibrations measure DRAM at the full working set too.
 # 3: every ceiling is read until two readings agree; unsettled ones carry warnings.
-CACHE_VERSION = 3
+# 4: FMA peaks on both register widths (the faster kept), bf16 and int8 dot ceilings.
+CACHE_VERSION = 4
 # The DRAM working set: far beyond any last-level cache, whatever the machine reports.
 _DRAM_MIN_BYTES = 256 << 20
 # One reading of a ceiling is not enough: on a shared machine single quick readings of one
@@ -48,6 +49,9 @@ _DRAM_MIN_BYTES = 256 << 20
 # reading and a warning, and the roofline is then measured again rather than reused.
 AGREE_WITHIN = 0.05
 MAX_READINGS = 5
+# A peak further than this from the microarchitecture table's FLOP/cycle gets a warning
+# note naming the likely cause (fastbench.machine.microarch).
+TABLE_AGREE_WITHIN = 0.10
 
 _T = TypeVar("_T")
 
@@ -58,6 +62,7 @@ def _machine() -> dict[str, Any]:
         "cpu_model": info.cpu_model, "logical_cores": info.logical_cores,
         "caches": [f"L{c.level} {c.kind} {c.size_bytes}" for c in info.caches],
         "gemm_isa": _core.gemm_isa(),
+        "best_isa": _core.best_isa(),  # the CPU's widest, which code placed here may use
     }
 
 
@@ -131,6 +136,59 @@ def _gemm_gflops(dtype: str, n: int, threads: int, duration_s: float) -> float:
     m = measure(kernels.gemm, a, b, out, threads=threads, warmup=1, loops=1, repeat=3,
                 duration_s=duration_s, max_time_s=2 * duration_s, name=f"gemm {dtype} n={n}")
     return 2.0 * n**3 / m.median_ns
+
+
+def _peak_widths(dtype: str) -> list[str]:
+    """The ISAs (register widths) whose chains ``dtype`` can run now, widest first; the
+    portable scalars only where no SIMD path runs."""
+    active = _core.active_isa()
+    names = _core.isa_names()
+    simd = [isa for isa in ("avx512", "avx2") if names.index(isa) <= names.index(active)]
+    if dtype == "bfloat16":
+        return ["avx512"] if _core.has_avx512_bf16() else []
+    if dtype == "int8":
+        return ([isa for isa in simd if isa == "avx512" and _core.has_avx512_vnni()]
+                + (["avx2"] if _core.has_avx_vnni() else []))
+    return simd or ["portable"]
+
+
+def _dot_dtypes() -> list[str]:
+    """"bfloat16" and "int8" where this CPU (and the cap) can time their dot products."""
+    return [dt for dt in ("bfloat16", "int8") if _peak_widths(dt)]
+
+
+def _table_deviation(name: str, best: kernels.PeakResult,
+                     per_width: Mapping[str, kernels.PeakResult], threads: int,
+                     split_512: bool) -> str:
+    """A warning line when the measured FLOP/cycle differs from the table's by more than
+    TABLE_AGREE_WITHIN, naming the likely cause; "" when they agree or there is no figure."""
+    efficiency = best.efficiency
+    if efficiency is None or abs(efficiency - 1) <= TABLE_AGREE_WITHIN:
+        return ""
+    causes: list[str] = []
+    if efficiency > 1:
+        causes.append("the table's row does not fit this CPU, or the core clock read low "
+                      "(it varies under load)")
+    else:
+        narrower = [p for isa, p in per_width.items() if p is not best and p.efficiency]
+        if (best.vector_bits == 512 and not split_512 and narrower
+                and best.gflops < 1.2 * narrower[0].gflops):
+            causes.append("zmm ran no faster than ymm: this core may split 512-bit FMAs or "
+                          "have one 512-bit FMA unit (the wrong width for the table's row)")
+        elif narrower and max(p.efficiency or 0 for p in narrower) > efficiency + 0.1:
+            causes.append("the narrower width came closer to its figure: the wrong width "
+                          "was chosen")
+        if _core.cpu_features().hypervisor:
+            causes.append("a VM: the hypervisor may throttle or share this core")
+        logical, physical = core_counts()
+        if physical is not None and threads > physical:
+            causes.append(f"{threads} threads on {physical} physical cores: SMT siblings "
+                          "share each core's pipes")
+        if not causes:
+            causes.append("the machine is busy, or the core clock read high")
+    return (f"warning: {name} reaches {efficiency:.0%} of what the table promises "
+            f"({best.flops_per_cycle:.1f} of {best.expected_flops_per_cycle:.1f} per cycle); "
+            f"likely cause: {'; '.join(causes)}")
 
 
 def cache_path(threads: int, dtypes: Sequence[str], quick: bool) -> Path:
@@ -263,6 +321,7 @@ def calibrate(threads: int | None = None, dtypes: Iterable[str] = DTYPES, quick:
     memory: dict[str, float] = {}
     sweep: list[tuple[int, float, str]] = []
     warnings: list[WarningRecord] = []
+    ceiling_isas: dict[str, str] = {}  # the ISA each compute ceiling was measured with
 
     def settle(name: str, unit: str, read: Callable[[], _T], value: Callable[[_T], float]) -> _T:
         result, warning = _read_until_agreed(name, unit, read, value)
@@ -272,18 +331,31 @@ def calibrate(threads: int | None = None, dtypes: Iterable[str] = DTYPES, quick:
 
     def peak_step(dt: str, mix: bool) -> Callable[[], None]:
         def run() -> None:
-            name = f"{'fma+add' if mix else 'fma'} {dt}"
-            r = settle(name, "GFLOP/s",
-                       lambda: kernels.peak_flops(dt, nthreads, add_mix=mix, min_time_s=peak_s),
-                       lambda p: p.gflops)
-            compute[name] = r.gflops
-            expect = (f" of {r.expected_flops_per_cycle:.0f} expected"
-                      if r.expected_flops_per_cycle > 0 else "")
-            notes.append(f"{'fma+add' if mix else 'fma'} {dt}: {r.flops_per_cycle:.1f} "
-                         f"FLOP/cycle per core{expect} ({r.isa}, core at {r.core_hz / 1e9:.2f} GHz)")
-            if r.efficiency is not None and not 0.5 <= r.efficiency <= 1.15:
-                notes.append(f"warning: {dt} peak is {r.efficiency:.0%} of what {r.isa} "
-                             "promises: the calibration may be broken or the machine busy")
+            kind = "fma+add" if mix else ("dot" if dt == "int8" else "fma")
+            name = f"{kind} {dt}"
+            # Every width this CPU (and the cap) allows, the faster kept: some cores run
+            # zmm FMAs at half rate (Zen 4 splits them; Intel parts with one 512-bit unit).
+            per_width: dict[str, kernels.PeakResult] = {}
+            for isa in _peak_widths(dt):
+                def read(isa: str = isa) -> kernels.PeakResult:
+                    return kernels.peak_flops(dt, nthreads, add_mix=mix, min_time_s=peak_s,
+                                              isa=isa)
+                per_width[isa] = settle(f"{name} ({isa})", "GFLOP/s", read, lambda p: p.gflops)
+            best = max(per_width.values(), key=lambda p: p.gflops)
+            compute[name] = best.gflops
+            ceiling_isas[name] = best.isa
+            others = ", ".join(f"{p.isa} {p.gflops:,.1f}" for p in per_width.values()
+                               if p is not best)
+            unit = "OPS" if dt == "int8" else "FLOP"
+            expect = (f" of {best.expected_flops_per_cycle:.0f} expected"
+                      if best.expected_flops_per_cycle > 0 else ", no expected figure")
+            notes.append(f"{name}: {best.flops_per_cycle:.1f} {unit}/cycle per core{expect} "
+                         f"({best.instruction}, core at {best.core_hz / 1e9:.2f} GHz"
+                         + (f"; the faster width, against {others} GFLOP/s" if others else "")
+                         + ")")
+            deviation = _table_deviation(name, best, per_width, nthreads, arch.split_512)
+            if deviation:
+                notes.append(deviation)
         return run
 
     def gemm_step(dt: str) -> Callable[[], None]:
@@ -291,6 +363,7 @@ def calibrate(threads: int | None = None, dtypes: Iterable[str] = DTYPES, quick:
             compute[f"gemm {dt}"] = settle(
                 f"gemm {dt}", "GFLOP/s", lambda: _gemm_gflops(dt, gemm_n, nthreads, peak_s),
                 float)
+            ceiling_isas[f"gemm {dt}"] = _core.gemm_isa()
         return run
 
     def level_step(level: str, nbytes: int) -> Callable[[], None]:
@@ -301,10 +374,15 @@ def calibrate(threads: int | None = None, dtypes: Iterable[str] = DTYPES, quick:
             sweep.append((nbytes, r.gb_per_s, level))
         return run
 
+    arch = kernels.this_microarch()
+    notes.append(f"cores: {arch.describe()}" if arch.known else f"cores: {arch.caveat}")
     for dt in dts:
         steps.append((f"FMA peak {dt}", peak_step(dt, False)))
         steps.append((f"FMA+ADD peak {dt}", peak_step(dt, True)))
         steps.append((f"GEMM {dt} n={gemm_n}", gemm_step(dt)))
+    # bf16 and int8 dot products: ceilings of their own where the CPU (and the cap) has them.
+    for dt in _dot_dtypes():
+        steps.append((f"{'bf16' if dt == 'bfloat16' else dt} dot peak", peak_step(dt, False)))
     for level in LEVELS:
         for nbytes in sizes[level]:
             steps.append((f"triad {level} {nbytes >> 10} KiB", level_step(level, nbytes)))
@@ -326,6 +404,7 @@ def calibrate(threads: int | None = None, dtypes: Iterable[str] = DTYPES, quick:
         if compute[f"fma+add {dt}"] < compute[f"fma {dt}"] * 1.02:
             notes.append(f"fma+add {dt} gains nothing over fma alone here "
                          "(adds share the FMA pipes)")
+    machine = {**machine, "ceiling_isas": ceiling_isas}
     r = Roofline(compute, memory, nthreads, quick, machine, sweep=tuple(sweep),
                  notes=tuple(notes), calibration_s=time.perf_counter() - t0,
                  warnings=tuple(warnings))
@@ -335,13 +414,14 @@ def calibrate(threads: int | None = None, dtypes: Iterable[str] = DTYPES, quick:
 
 
 def place(measurement: Measurement | None = None, *, flops: float, bytes: float,
-          seconds: float | None = None, dtype: str = "float32", level: str = "DRAM",
+          seconds: float | None = None, dtype: str = "float32", level: str | None = None,
           ceiling: str | None = None, roofline: Roofline | None = None,
-          threads: int | None = None) -> Placement:
+          threads: int | None = None, working_set_bytes: int | None = None) -> Placement:
     """Place a workload on ``roofline`` (by default this machine's, from the cache or a
     fresh ``calibrate()`` on the workload's threads where they are known: ``threads``, or
     PyTorch's where torch is imported). See ``Roofline.place``."""
     ran_on = workload_threads(threads)
     r = roofline if roofline is not None else calibrate(threads=ran_on)
     return r.place(measurement, flops=flops, bytes=bytes, seconds=seconds, dtype=dtype,
-                   level=level, ceiling=ceiling, threads=ran_on)
+                   level=level, ceiling=ceiling, threads=ran_on,
+                   working_set_bytes=working_set_bytes)

@@ -15,9 +15,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .. import _core
+from ..machine import microarch
 
-__all__ = ["BANDWIDTH_KINDS", "BandwidthResult", "PeakResult", "bandwidth", "conv2d", "gemm",
-           "gemm_isa", "peak_flops"]
+__all__ = ["BANDWIDTH_KINDS", "BandwidthResult", "PEAK_DTYPES", "PeakResult", "bandwidth",
+           "conv2d", "gemm", "gemm_bf16", "gemm_bf16_isa", "gemm_isa", "peak_flops",
+           "this_microarch", "to_bfloat16"]
 
 BANDWIDTH_KINDS = ("read", "write", "copy", "scale", "add", "triad")
 _GEMM: dict[np.dtype[Any], Callable[..., None]] = {
@@ -45,15 +47,23 @@ class BandwidthResult:
     gb_per_s: float
     threads: int
     passes: int
-    isa: str  # the path the passes ran: "avx2" or "portable" (see gemm_isa)
+    # The loops the passes ran: "avx512" (64-byte vectors), "avx2" (32-byte; 16-byte for
+    # copy, scale, add and triad from 32 MiB per thread, past the caches) or "portable".
+    isa: str
 
 
 @dataclass(frozen=True)
 class PeakResult:
-    """Peak floating-point rate of independent FMA chains (plus adds with ``add_mix``)."""
+    """Peak rate of independent FMA chains (plus adds with ``add_mix``), or of bf16 or int8
+    dot-product chains (then FLOPs are int8 operations: 8 per int32 lane of vpdpbusd).
+
+    ``expected_flops_per_cycle`` is what the core's pipes promise for these chains, from
+    :mod:`fastbench.machine.microarch`'s table (0 where it has no figure: portable scalars,
+    an unknown dot-product rate); ``microarch`` names the row used and its source.
+    """
 
     dtype: str
-    isa: str  # the path the chains ran: "avx2" or "portable" (see gemm_isa)
+    isa: str  # the path the chains ran: "avx512", "avx2" or "portable" (see gemm_isa)
     add_mix: bool
     threads: int
     flops_per_s: float
@@ -61,6 +71,9 @@ class PeakResult:
     flops_per_cycle: float
     expected_flops_per_cycle: float
     seconds: float
+    instruction: str = ""   # "vfmadd231ps zmm", "vdpbf16ps zmm", "scalar C++", ...
+    vector_bits: int = 0    # 512, 256, or 0 for the portable scalars
+    microarch: str = ""     # the table row: name, units, source; caveats where unknown
 
     @property
     def gflops(self) -> float:
@@ -68,7 +81,7 @@ class PeakResult:
 
     @property
     def efficiency(self) -> float | None:
-        """Measured / expected FLOP per cycle, None where the ISA sets no expectation."""
+        """Measured / expected FLOP per cycle, None where the table sets no expectation."""
         if self.expected_flops_per_cycle <= 0:
             return None
         return self.flops_per_cycle / self.expected_flops_per_cycle
@@ -101,14 +114,153 @@ def _float_array(x: Any, name: str, ndim: int, dtypes: Sequence[np.dtype[Any]]) 
 
 
 def gemm_isa() -> str:
-    """The instruction set GEMM runs on this machine: "avx2" (AVX2 with FMA) or "portable".
+    """The instruction set GEMM runs on this machine: "avx512", "avx2" or "portable".
 
     Every kernel runs the widest path it has that the CPU and the OS allow, and names it
-    with one scheme ("portable", "avx2", "avx512"). No kernel has AVX-512 code yet, so
-    AVX-512 machines report "avx2". Results written before this scheme say "avx2+fma" for
-    GEMM and FMA peaks; it is the same path.
+    with one scheme ("portable", "avx2", "avx512"). A core that runs 512-bit FMAs as two
+    256-bit halves (AMD Zen 4) has the same peak with either width, and there the AVX2
+    kernel measured faster, so it runs that one and reports "avx2". Results written before
+    this scheme say "avx2+fma" for GEMM and FMA peaks; it is the same path.
     """
     return _core.gemm_isa()
+
+
+def gemm_bf16_isa() -> str:
+    """The path :func:`gemm_bf16` runs: "avx512_bf16" (``vdpbf16ps``) or, where the CPU has
+    no AVX512_BF16 (or the ISA cap hides it), the :func:`gemm_isa` of the float32 GEMM it
+    widens both inputs to."""
+    return _core.gemm_bf16_isa()
+
+
+def to_bfloat16(x: NDArray[Any]) -> NDArray[np.uint16]:
+    """float32 values rounded to bfloat16, as uint16 arrays of their bits.
+
+    Round to nearest, ties to even, as PyTorch's ``.bfloat16()`` rounds; infinities stay
+    infinite, a NaN stays a (quiet) NaN, and a value past the largest bfloat16 becomes
+    infinite. The bits are the upper half of the float32 that the bfloat16 value is, so
+    ``(bits.astype(np.uint32) << 16).view(np.float32)`` gives the values back.
+
+    Parameters
+    ----------
+    x : ndarray
+        float32 values, any shape.
+
+    Returns
+    -------
+    ndarray
+        uint16, the shape of ``x``.
+
+    Raises
+    ------
+    TypeError
+        Not a float32 numpy array.
+    """
+    if not isinstance(x, np.ndarray) or x.dtype != np.float32:
+        raise TypeError(f"x must be a float32 numpy array, got "
+                        f"{getattr(x, 'dtype', type(x).__name__)}")
+    u = np.ascontiguousarray(x).view(np.uint32)
+    rounded = (u + np.uint32(0x7FFF) + ((u >> np.uint32(16)) & np.uint32(1))) >> np.uint32(16)
+    bits = rounded.astype(np.uint16)
+    nan = np.isnan(x)
+    if nan.any():  # rounding could carry a NaN's payload into an infinity: keep it quiet NaN
+        bits[nan] = ((u[nan] >> np.uint32(16)) | np.uint32(0x40)).astype(np.uint16)
+    return bits
+
+
+def _bf16_operand(x: Any, name: str) -> NDArray[np.uint16]:
+    if not isinstance(x, np.ndarray):
+        raise TypeError(f"{name} must be a numpy array, got {type(x).__name__}")
+    if x.dtype == np.float32:
+        x = to_bfloat16(x)
+    elif x.dtype != np.uint16:
+        raise TypeError(f"{name} has dtype {x.dtype}, expected float32 (rounded to bfloat16) "
+                        f"or uint16 (bfloat16 bits)")
+    if x.ndim != 2:
+        raise ValueError(f"{name} has {x.ndim} dimensions (shape {x.shape}), expected 2")
+    return np.ascontiguousarray(x)
+
+
+def _product_output(a: NDArray[Any], b: NDArray[Any], out: NDArray[Any] | None,
+                    dtype: np.dtype[Any], beta: float
+                    ) -> tuple[NDArray[Any], NDArray[Any], NDArray[Any]]:
+    """The (m, n) array a product of ``a`` (m, k) and ``b`` (k, n) is written to: ``out``
+    checked (shape, dtype, C order, writeable), or a new one; and the inputs, an input that
+    may share memory with ``out`` replaced by a copy (the kernel writes ``out`` block by
+    block while it still reads ``a`` and ``b``), as numpy's ``matmul`` does."""
+    m, n = a.shape[0], b.shape[1]
+    if out is None:
+        if beta != 0:
+            raise ValueError("beta != 0 needs an out array to scale")
+        if m * n > _MAX_ELEMENTS:
+            raise MemoryError(f"a {m}x{n} result is too large to allocate")
+        return a, b, np.empty((m, n), dtype=dtype)
+    out = _float_array(out, "out", 2, (dtype,))
+    if out.shape != (m, n):
+        raise ValueError(f"out has shape {out.shape}, expected {(m, n)}")
+    if not out.flags.c_contiguous:
+        raise ValueError("out must be C-contiguous (it is written in place)")
+    if not out.flags.writeable:
+        raise ValueError("out is read-only")
+    if np.may_share_memory(a, out):
+        a = a.copy()
+    if np.may_share_memory(b, out):
+        b = b.copy()
+    return a, b, out
+
+
+def gemm_bf16(a: NDArray[Any], b: NDArray[Any], out: NDArray[np.float32] | None = None, *,
+              alpha: float = 1.0, beta: float = 0.0,
+              threads: int | None = None) -> NDArray[np.float32]:
+    """``alpha * a @ b + beta * out`` with bfloat16 inputs, float32 sums and output.
+
+    The multiply-adds run AVX512_BF16's ``vdpbf16ps`` where the CPU has it (see
+    :func:`gemm_bf16_isa`); elsewhere both inputs are widened to float32 and the float32
+    GEMM runs. A product of two bfloat16 values is exact in float32, so both paths give the
+    float32 product of the bfloat16 inputs up to the order of the sums.
+
+    Parameters
+    ----------
+    a, b : ndarray
+        (m, k) and (k, n), each either uint16 holding bfloat16 bits (numpy has no bfloat16;
+        a PyTorch bfloat16 tensor ``t`` gives them as ``t.view(torch.int16).numpy()
+        .view(np.uint16)``) or float32, rounded to bfloat16 first (:func:`to_bfloat16`).
+    out : ndarray, optional
+        (m, n) C-contiguous float32, written in place (read too when beta is not 0). A new
+        array when omitted.
+    alpha, beta : float
+        Scale factors; beta 0 ignores what ``out`` held.
+    threads : int, optional
+        Threads to use, at most ``8 x`` the CPUs this process may run on; None means all
+        cores.
+
+    Returns
+    -------
+    ndarray
+        ``out`` (or the new float32 array).
+
+    Raises
+    ------
+    TypeError
+        Not numpy arrays, or a dtype other than uint16/float32 (float32 for ``out``).
+    ValueError
+        Wrong dimensions, shapes that do not agree, a non-contiguous or read-only ``out``, an
+        ``out`` sharing memory with an input, ``beta`` without ``out``, a bad thread count.
+    MemoryError
+        A result too large to allocate.
+    KeyboardInterrupt
+        Ctrl-C (or what another signal handler raised), noticed within milliseconds; ``out``
+        is then partly written.
+    """
+    a = _bf16_operand(a, "a")
+    b = _bf16_operand(b, "b")
+    (m, k), (k2, n) = a.shape, b.shape
+    if k != k2:
+        raise ValueError(f"shapes {a.shape} and {b.shape} do not agree: a has {k} columns, "
+                         f"b has {k2} rows")
+    nthreads = _threads(threads)
+    a, b, out = _product_output(a, b, out, np.dtype(np.float32), beta)
+    _core.gemm_bf16(a, b, out, alpha, beta, nthreads)
+    return out
 
 
 def gemm(a: NDArray[Any], b: NDArray[Any], out: NDArray[Any] | None = None, *,
@@ -159,26 +311,7 @@ def gemm(a: NDArray[Any], b: NDArray[Any], out: NDArray[Any] | None = None, *,
         raise ValueError(f"shapes {a.shape} and {b.shape} do not agree: a has {k} columns, "
                          f"b has {k2} rows")
     nthreads = _threads(threads)
-    if out is None:
-        if beta != 0:
-            raise ValueError("beta != 0 needs an out array to scale")
-        if m * n > _MAX_ELEMENTS:
-            raise MemoryError(f"a {m}x{n} result is too large to allocate")
-        out = np.empty((m, n), dtype=a.dtype)
-    else:
-        out = _float_array(out, "out", 2, (a.dtype,))
-        if out.shape != (m, n):
-            raise ValueError(f"out has shape {out.shape}, expected {(m, n)}")
-        if not out.flags.c_contiguous:
-            raise ValueError("out must be C-contiguous (it is written in place)")
-        if not out.flags.writeable:
-            raise ValueError("out is read-only")
-        # The kernel writes out block by block while it still reads a and b: an input that
-        # may share memory with out (same address range) is read from a copy.
-        if np.may_share_memory(a, out):
-            a = a.copy()
-        if np.may_share_memory(b, out):
-            b = b.copy()
+    a, b, out = _product_output(a, b, out, a.dtype, beta)
     _GEMM[a.dtype](np.ascontiguousarray(a), np.ascontiguousarray(b), out, alpha, beta,
                    nthreads)
     return out
@@ -276,7 +409,10 @@ def bandwidth(kind: str, nbytes: int, threads: int | None = None,
     Returns
     -------
     BandwidthResult
-        GB/s (1e9 bytes per second) of the fastest pass, STREAM's byte counting.
+        GB/s (1e9 bytes per second) of the fastest pass, STREAM's byte counting; ``isa``
+        names the loops run: the widest vectors the CPU allows (AVX-512 where present), so
+        the L1 and L2 figures are the core's, except 16-byte ones for the streaming kinds
+        past the caches, which measured faster from DRAM.
 
     Raises
     ------
@@ -294,36 +430,69 @@ def bandwidth(kind: str, nbytes: int, threads: int | None = None,
                            r.threads, r.passes, r.isa)
 
 
+PEAK_DTYPES = ("float32", "float64", "bfloat16", "int8")
+
+
+def this_microarch() -> microarch.Microarch:
+    """This CPU's row of :mod:`fastbench.machine.microarch`'s table (a fallback from the
+    widest ISA where the model is unknown)."""
+    f = _core.cpu_features()
+    return microarch.lookup(f.vendor, f.family, f.model, _core.best_isa())
+
+
 def peak_flops(dtype: str = "float32", threads: int | None = None, *, add_mix: bool = False,
-               min_time_s: float = 0.1) -> PeakResult:
-    """Peak FLOP/s of independent FMA chains held in registers.
+               min_time_s: float = 0.1, isa: str | None = None) -> PeakResult:
+    """Peak FLOP/s of independent FMA (or dot-product) chains held in registers.
 
     Parameters
     ----------
-    dtype : {"float32", "float64"}
+    dtype : {"float32", "float64", "bfloat16", "int8"}
+        float32 and float64 time FMAs; bfloat16 times AVX512_BF16 ``vdpbf16ps`` (bf16 pairs
+        into float32: 4 FLOPs per lane); int8 times ``vpdpbusd`` (u8 x s8 quads into int32:
+        8 operations per lane) from AVX512_VNNI on zmm, else AVX-VNNI on ymm.
     threads : int, optional
         None means all cores; at most ``8 x`` the CPUs this process may run on.
     add_mix : bool
         Interleave independent adds with the FMAs (gains where the core has separate add
-        pipes, as AMD Zen does).
+        pipes, as AMD Zen does). float32 and float64 only.
     min_time_s : float
         Seconds per thread at least (each thread stops once they have passed).
+    isa : {"avx512", "avx2", "portable"}, optional
+        The register width to run: zmm, ymm or scalars. None runs the widest allowed now
+        (``_core.active_isa()``). Some cores run zmm FMAs at half rate (Zen 4), so the
+        calibration times both widths and keeps the faster.
 
     Returns
     -------
     PeakResult
         FLOP/s (2 per FMA lane, 1 per add lane), the measured core clock, FLOP per cycle and
-        what the detected ISA promises per cycle.
+        what this core's pipes promise per cycle (the microarchitecture table).
 
     Raises
     ------
+    ValueError
+        An unknown dtype or isa, an isa wider than this CPU (or the cap) allows, add_mix
+        with bfloat16 or int8, or a dtype this CPU cannot run: "bfloat16 needs AVX512_BF16,
+        which this CPU lacks".
     KeyboardInterrupt
         Ctrl-C (or what another signal handler raised), noticed within milliseconds.
     """
-    name = np.dtype(dtype).name if dtype in ("float32", "float64", np.float32, np.float64) \
-        else dtype
-    if name not in ("float32", "float64"):
-        raise ValueError(f"dtype must be 'float32' or 'float64', got {dtype!r}")
-    r = _core.peak_flops(name, _threads(threads), bool(add_mix), float(min_time_s))
+    known = {np.dtype(np.float32): "float32", np.dtype(np.float64): "float64",
+             np.dtype(np.int8): "int8"}
+    try:
+        name = known.get(np.dtype(dtype), str(dtype)) if dtype != "bfloat16" else "bfloat16"
+    except TypeError:
+        name = str(dtype)
+    if name not in PEAK_DTYPES:
+        raise ValueError(f"dtype must be one of {', '.join(PEAK_DTYPES)}, got {dtype!r}")
+    if isa is not None and isa not in _core.isa_names():
+        raise ValueError(f"isa must be None or one of {', '.join(_core.isa_names())}, "
+                         f"got {isa!r}")
+    r = _core.peak_flops(name, _threads(threads), bool(add_mix), float(min_time_s), isa or "")
+    arch = this_microarch()
+    expected = microarch.expected_flops_per_cycle(arch, r.dtype, r.vector_bits,
+                                                  fma_per_iter=r.fma_per_iter,
+                                                  add_per_iter=r.add_per_iter)
     return PeakResult(r.dtype, r.isa, r.add_mix, r.threads, r.flops_per_s, r.core_hz,
-                      r.flops_per_cycle, r.expected_flops_per_cycle, r.seconds)
+                      r.flops_per_cycle, expected or 0.0, r.seconds, r.instruction,
+                      r.vector_bits, arch.describe())

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from .. import _core
 from .._checks import check_int
 from .._version import __version__
 from ..measurement import Measurement
@@ -23,15 +24,36 @@ from ..report.warnings import WarningRecord
 from ..units import format_bytes
 from .plotting import plot
 
-__all__ = ["BOUNDS", "DTYPES", "LEVELS", "Placement", "Roofline", "workload_threads"]
+__all__ = ["ABOVE_ROOF", "ABOVE_ROOF_CAUSES", "ABOVE_ROOF_TOLERANCE", "BOUNDS", "DTYPES",
+           "LEVELS", "Placement", "Roofline", "workload_threads"]
 
 LEVELS = ("L1", "L2", "L3", "DRAM")
 DTYPES = ("float32", "float64")
 BOUNDS = ("memory-bound", "compute-bound")
 # Warning codes: a ceiling whose readings never agreed; a workload on other threads than
-# the roofline's.
+# the roofline's; a workload above its binding ceiling.
 UNSETTLED = "unsettled-ceiling"
 THREADS_DIFFER = "threads-differ"
+ABOVE_ROOF = "above-roof"
+# A point may sit this far above its binding ceiling unremarked: each ceiling is the larger
+# of two readings that agree within 5% (calibration.AGREE_WITHIN), so a point within that
+# margin is the ceiling's own noise; beyond it an assumption behind the point or the roof
+# is wrong, and saying nothing would hide it.
+ABOVE_ROOF_TOLERANCE = 0.05
+# Why a point can sit above its binding ceiling, as Placement.above_roof_causes names them:
+# the compute ceiling was measured with narrower vectors than the CPU (and so the code) may
+# use; the data sits in a faster memory level than the one judged against; the FLOP or
+# byte count passed in is wrong.
+ABOVE_ROOF_CAUSES = ("narrower-vectors", "faster-level", "wrong-count")
+# A working set within this factor of a cache's size still has part of itself in that cache
+# between sweeps (LRU keeps the most recent lines): fewer bytes reach the level judged
+# against than were counted. A numpy triad over 3 x 32 MiB (96 MiB) on a 32 MiB L3 placed
+# 41% above its DRAM ceiling.
+_PARTLY_CACHED_FACTOR = 4
+# The ISA names of the one dispatch, narrowest first (the order of "wider").
+_ISAS = tuple(_core.isa_names())
+# The ISA of an instruction by the registers it names, as the calibration's notes write it.
+_ISA_OF_REGISTERS = {"zmm": "avx512", "ymm": "avx2", "C++": "portable"}
 
 
 def workload_threads(threads: int | None = None) -> int | None:
@@ -86,7 +108,17 @@ class Placement(TextLines):
     ridge_point: float      # FLOPs per byte where the two ceilings meet
     threads: int | None = None         # the workload's threads; None when unknown
     roofline_threads: int | None = None  # the threads the roofline was calibrated on
-    warnings: tuple[str, ...] = ()     # e.g. the workload ran on other threads than the roof
+    warnings: tuple[WarningRecord, ...] = ()  # e.g. other threads than the roof's; above it
+    working_set_bytes: int | None = None  # as passed to place(); None when unknown
+    # Why the point sits more than ABOVE_ROOF_TOLERANCE above its binding ceiling, most
+    # likely first (names from ABOVE_ROOF_CAUSES); empty when it does not.
+    above_roof_causes: tuple[str, ...] = ()
+
+    @property
+    def above_roof(self) -> WarningRecord | None:
+        """The warning (code "above-roof") when the point sits more than 5% above its
+        binding ceiling, naming the assumption that likely failed; None otherwise."""
+        return next((w for w in self.warnings if w.code == ABOVE_ROOF), None)
 
     def lines(self) -> list[str]:
         return [
@@ -173,6 +205,69 @@ class Roofline(TextLines):
             raise ValueError(f"level must be one of {', '.join(self.memory)}, got {level!r}")
         return self.memory[level]
 
+    # -- what the ceilings assume ----------------------------------------------------------
+    def level_capacities(self) -> dict[str, int]:
+        """Bytes of data each cache level holds for this roofline's threads, from the cache
+        sizes the calibration recorded (``machine["caches"]``, "L<n> <kind> <bytes>").
+
+        L1 and L2 are per core and hold one thread's share each, so their size times
+        ``threads`` (how the calibration sized their working sets); L3 is shared and counted
+        once, even where the threads may span several L3s: a smaller level assumed places a
+        point against a slower ceiling, where it is warned about rather than hidden. Levels
+        whose size is unknown, and DRAM, are absent.
+        """
+        out: dict[str, int] = {}
+        entries = self.machine.get("caches")
+        for entry in entries if isinstance(entries, (list, tuple)) else ():
+            parts = str(entry).split()
+            if len(parts) != 3 or parts[1] not in ("Data", "Unified") \
+                    or not parts[0].startswith("L") or not parts[2].isdigit():
+                continue
+            level, size = parts[0], int(parts[2])
+            if level in ("L1", "L2"):
+                size *= self.threads
+            if level in LEVELS and size > 0:
+                out[level] = size
+        return out
+
+    def level_for(self, working_set_bytes: int) -> str:
+        """The fastest memory level whose capacity (``level_capacities``) holds
+        ``working_set_bytes``, among those with a ceiling; DRAM when none does or the sizes
+        are unknown. A working set exactly the size of a level fits it."""
+        n = check_int("working_set_bytes", working_set_bytes, 1, say_positive=False)
+        capacities = self.level_capacities()
+        for level in LEVELS[:-1]:
+            if level in self.memory and level in capacities and n <= capacities[level]:
+                return level
+        return "DRAM"
+
+    def ceiling_isa(self, name: str) -> str | None:
+        """The ISA a compute ceiling was measured with ("avx2", "avx512", ...), as the
+        calibration recorded it: ``machine["ceiling_isas"][name]``, else the ISA or the
+        instruction its note names ("fma float32: ... (avx2, core at 3.50 GHz)", "(vfmadd231ps
+        zmm, ...)"), else ``machine["gemm_isa"]`` for a "gemm" ceiling; None when not
+        recorded."""
+        recorded = self.machine.get("ceiling_isas")
+        if isinstance(recorded, Mapping) and isinstance(recorded.get(name), str):
+            return str(recorded[name])
+        for note in self.notes:
+            if note.startswith(f"{name}: ") and "(" in note:
+                said = note[note.index("(") + 1:].split(",")[0].split(")")[0].strip()
+                # An ISA's name, or the instruction run ("vfmadd231ps zmm"): its registers
+                # say the width.
+                isa = _ISA_OF_REGISTERS.get(said.split()[-1], said) if said else said
+                if isa in _ISAS:
+                    return isa
+        if name.startswith("gemm ") and isinstance(self.machine.get("gemm_isa"), str):
+            return str(self.machine["gemm_isa"])
+        return None
+
+    def widest_isa(self) -> str | None:
+        """The widest ISA the calibrated CPU allows (``machine["best_isa"]``); None when the
+        roofline does not record it."""
+        isa = self.machine.get("best_isa")
+        return isa if isinstance(isa, str) and isa in _ISAS else None
+
     # -- placement -----------------------------------------------------------------------
     def threads_warning(self, threads: int | None = None) -> WarningRecord | None:
         """The warning for a workload on ``threads`` (by default PyTorch's, where torch is
@@ -182,8 +277,8 @@ class Roofline(TextLines):
 
     def place(self, measurement: Measurement | None = None, *, flops: float,
               bytes: float, seconds: float | None = None, dtype: str = "float32",
-              level: str = "DRAM", ceiling: str | None = None,
-              threads: int | None = None) -> Placement:
+              level: str | None = None, ceiling: str | None = None,
+              threads: int | None = None, working_set_bytes: int | None = None) -> Placement:
         """Place a workload doing ``flops`` and moving ``bytes`` in ``seconds`` (per call).
 
         Parameters
@@ -198,8 +293,9 @@ class Roofline(TextLines):
             Time taken, when no measurement is given.
         dtype : {"float32", "float64"}
             Picks the compute ceiling.
-        level : {"L1", "L2", "L3", "DRAM"}
-            Picks the memory ceiling (DRAM for data that does not fit the caches).
+        level : {"L1", "L2", "L3", "DRAM"}, optional
+            Picks the memory ceiling; by default the level ``working_set_bytes`` fits, else
+            DRAM.
         ceiling : str, optional
             A compute ceiling by name ("fma+add float32", "gemm float64"); by default
             ``dtype``'s FMA peak.
@@ -208,14 +304,28 @@ class Roofline(TextLines):
             is imported, else unknown. When it differs from the roofline's ``threads``,
             the placement carries a warning: the ceilings are those of another number of
             cores.
+        working_set_bytes : int, optional
+            Bytes of all the data the workload touches (inputs, outputs, temporaries).
+            Without ``level``, the memory ceiling is that of the fastest level it fits
+            (``level_for``: L1 and L2 per core times the roofline's threads, L3 shared);
+            either way it helps explain a point above its ceiling.
+
+        Returns
+        -------
+        Placement
+            With a warning (code "above-roof", ``above_roof``) when the point is more than
+            ``ABOVE_ROOF_TOLERANCE`` (5%) above its binding ceiling, naming the assumption
+            that likely failed (``above_roof_causes``): the compute ceiling measured with
+            narrower vectors than the CPU offers, data held in a faster level than the one
+            judged against, or a wrong FLOP or byte count.
 
         Raises
         ------
         ValueError
             Non-positive or non-finite inputs, both or neither of measurement and seconds,
-            an uncalibrated dtype or level, threads < 1.
+            an uncalibrated dtype or level, threads or working_set_bytes < 1.
         TypeError
-            ``threads`` is not an int.
+            ``threads`` or ``working_set_bytes`` is not an int.
         """
         if (measurement is None) == (seconds is None):
             raise ValueError("give either a Measurement or seconds=, not both or neither")
@@ -223,17 +333,78 @@ class Roofline(TextLines):
         n_bytes = _positive("bytes", bytes)
         secs = _positive("seconds", measurement.median_ns * 1e-9
                          if measurement is not None else seconds)
+        ws = None if working_set_bytes is None else check_int(
+            "working_set_bytes", working_set_bytes, 1, say_positive=False)
+        if level is None:
+            level = "DRAM" if ws is None else self.level_for(ws)
         intensity = n_flops / n_bytes
         peak = self.peak_gflops(dtype, ceiling)
         bw = self._bandwidth(level)
         attainable = min(peak, bw * intensity)
         achieved = n_flops / secs / 1e9
         ran_on = workload_threads(threads)
-        warning = _threads_warning(self.threads, ran_on)
+        bound = self.bound(intensity, dtype, level, ceiling)
+        name = self._compute_name(dtype, ceiling)
+        warnings = [w for w in (_threads_warning(self.threads, ran_on),) if w is not None]
+        causes: tuple[str, ...] = ()
+        if achieved > attainable * (1 + ABOVE_ROOF_TOLERANCE):
+            causes, why = self._above_roof_causes(bound, name, level, ws)
+            binding = name if bound == BOUNDS[1] else f"{level} bandwidth"
+            warnings.append(WarningRecord(
+                f"{achieved / attainable - 1:.0%} above the {binding} ceiling, which it cannot "
+                f"beat if the roof and the counts passed in are right; likely {' Or '.join(why)}",
+                ABOVE_ROOF))
         return Placement(n_flops, n_bytes, secs, intensity, achieved, attainable,
-                         achieved / attainable, self.bound(intensity, dtype, level, ceiling),
-                         self._compute_name(dtype, ceiling), level, peak / bw, ran_on,
-                         self.threads, () if warning is None else (warning,))
+                         achieved / attainable, bound, name, level, peak / bw, ran_on,
+                         self.threads, tuple(warnings), ws, causes)
+
+    def _above_roof_causes(self, bound: str, ceiling: str, level: str,
+                           ws: int | None) -> tuple[tuple[str, ...], list[str]]:
+        """Why a point sits above its binding ceiling: the causes (ABOVE_ROOF_CAUSES), most
+        likely first, and a sentence for each. A wrong count is always possible and last."""
+        causes: list[str] = []
+        why: list[str] = []
+        if bound == BOUNDS[1]:
+            isa, widest = self.ceiling_isa(ceiling), self.widest_isa()
+            if isa is not None and isa in _ISAS and _ISAS.index(isa) < _ISAS.index(
+                    widest if widest is not None else _ISAS[-1]):
+                offered = (f"this CPU offers {widest}" if widest is not None
+                           else f"the CPU may offer {_ISAS[-1]}")
+                causes.append(ABOVE_ROOF_CAUSES[0])
+                why.append(f"the compute ceiling {ceiling!r} was measured with {isa} vectors "
+                           f"while {offered}: code using wider vectors can exceed it, the "
+                           "ceiling is then not the machine's.")
+            causes.append(ABOVE_ROOF_CAUSES[2])
+            why.append("the FLOP count passed in is too high (count each multiply-add as 2 "
+                       "FLOPs, once; do not count work the code skips).")
+            return tuple(causes), why
+        capacities = self.level_capacities()
+        above = LEVELS[:LEVELS.index(level)] if level in LEVELS else ()  # faster levels
+        faster = [lv for lv in above if lv in capacities]
+        if ws is not None:
+            fits = [lv for lv in faster if ws <= capacities[lv]]
+            near = [lv for lv in faster if ws <= _PARTLY_CACHED_FACTOR * capacities[lv]]
+            if fits:
+                causes.append(ABOVE_ROOF_CAUSES[1])
+                why.append(f"the working set ({format_bytes(ws)}) fits {fits[0]} "
+                           f"({format_bytes(capacities[fits[0]])}), faster than the {level} "
+                           f"ceiling judged against: place it with level={fits[0]!r} (or "
+                           "working_set_bytes= alone).")
+            elif near:
+                lv = near[-1]
+                causes.append(ABOVE_ROOF_CAUSES[1])
+                why.append(f"the working set ({format_bytes(ws)}) is within "
+                           f"{_PARTLY_CACHED_FACTOR}x of {lv} ({format_bytes(capacities[lv])}): "
+                           f"part of it stays in {lv} between sweeps, so less traffic reaches "
+                           f"{level} than the bytes passed in count.")
+        elif any(lv in self.memory for lv in above):
+            causes.append(ABOVE_ROOF_CAUSES[1])
+            why.append(f"the data may sit in a faster level than {level}: pass "
+                       "working_set_bytes= to place it against the level it fits.")
+        causes.append(ABOVE_ROOF_CAUSES[2])
+        why.append(f"the byte count passed in is too high for {level} (count the bytes that "
+                   "reach it, not every access to data a faster level holds).")
+        return tuple(causes), why
 
     # -- output --------------------------------------------------------------------------
     def plot(self, path: str | os.PathLike[str], *,

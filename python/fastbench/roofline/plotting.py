@@ -16,7 +16,21 @@ import numpy as np
 if TYPE_CHECKING:
     from .model import Placement, Roofline
 
-__all__ = ["plot"]
+__all__ = ["plot", "point_label"]
+
+# Short words for Placement.above_roof_causes (model.ABOVE_ROOF_CAUSES), for labels.
+_CAUSE_WORDS = {"narrower-vectors": "a ceiling of narrower vectors",
+                "faster-level": "data in a faster level", "wrong-count": "a wrong count"}
+
+
+def point_label(label: str, placement: Placement) -> str:
+    """A point's label on the plot: its share of the attainable speed, and for a point more
+    than 5% above its binding ceiling "ABOVE ROOF" and its likely causes
+    (``Placement.above_roof_causes``)."""
+    text = f"{label} ({placement.fraction:.0%})"
+    if placement.above_roof is not None:
+        text += " ABOVE ROOF: " + ", ".join(placement.above_roof_causes)
+    return text
 
 
 def plot(roofline: Roofline, path: str | os.PathLike[str], *,
@@ -31,7 +45,9 @@ def plot(roofline: Roofline, path: str | os.PathLike[str], *,
     path : str or path-like
         The image file; matplotlib picks the format from the suffix (".png", ".svg").
     points : mapping of label to Placement, or sequence of (label, Placement)
-        Workloads to mark, labelled with their share of the attainable speed.
+        Workloads to mark, labelled with their share of the attainable speed. A point more
+        than 5% above its binding ceiling is drawn as a red cross, labelled "ABOVE ROOF"
+        with its likely causes, and listed in the legend.
     dtype : {"float32", "float64"}
         Whose compute ceilings to draw.
 
@@ -66,9 +82,17 @@ def plot(roofline: Roofline, path: str | os.PathLike[str], *,
             ax.axhline(value, ls="--", lw=1, color="gray")
             ax.text(xs[0], value * 1.04, f"{name} {value:,.0f} GFLOP/s", fontsize=8)
     for label, p in items:
-        ax.scatter([p.intensity], [p.achieved_gflops], zorder=3)
-        ax.annotate(f"{label} ({p.fraction:.0%})", (p.intensity, p.achieved_gflops),
-                    textcoords="offset points", xytext=(5, 5), fontsize=8)
+        ax.annotate(point_label(label, p), (p.intensity, p.achieved_gflops),
+                    textcoords="offset points", xytext=(5, 5), fontsize=8,
+                    color="firebrick" if p.above_roof is not None else "black")
+        if p.above_roof is None:
+            ax.scatter([p.intensity], [p.achieved_gflops], zorder=3)
+        else:
+            # A point above its ceiling is drawn apart and named in the legend: the plot
+            # must not show a broken roof as a fast workload.
+            ax.scatter([p.intensity], [p.achieved_gflops], zorder=3, marker="X", s=60,
+                       color="firebrick", label=f"{label}: above its ceiling, likely "
+                       f"{' or '.join(_CAUSE_WORDS[c] for c in p.above_roof_causes)}")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("arithmetic intensity (FLOP/byte)")
