@@ -105,6 +105,13 @@ def test_lines_print_ceilings_sizes_ridges_and_notes() -> None:
     assert str(r) == "\n".join(r.lines())
 
 
+def test_int8_ceiling_prints_in_integer_ops() -> None:
+    r = Roofline(compute={"fma float32": 200.0, "dot int8": 900.0}, memory={"DRAM": 25.0},
+                 threads=1, quick=False, machine={"cpu_model": "synthetic"})
+    ceilings = [line.strip() for line in r.lines() if line.startswith("    ") and "dot" in line]
+    assert ceilings == ["dot int8                   900.0 GOPS"]
+
+
 def test_results_file_round_trip(tmp_path: Path, synthetic: Roofline) -> None:
     r = synthetic
     path = tmp_path / "roof.json"

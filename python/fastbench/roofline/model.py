@@ -420,7 +420,8 @@ class Roofline(TextLines):
                f"on {self.machine.get('cpu_model', 'unknown CPU')}"]
         out.append("  compute ceilings:")
         for name, value in self.compute.items():
-            out.append(f"    {name:<22}{value:>10,.1f} GFLOP/s")
+            unit = "GOPS" if name.endswith("int8") else "GFLOP/s"  # integer ops, not FLOPs
+            out.append(f"    {name:<22}{value:>10,.1f} {unit}")
         out.append("  memory ceilings (STREAM triad, write-allocate not counted; "
                    "the best working set of each level):")
         for level, value in self.memory.items():
