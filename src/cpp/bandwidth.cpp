@@ -366,8 +366,17 @@ std::pair<std::size_t, std::size_t> slice(std::size_t n, int tid, int nt) {
 }  // namespace
 
 BandwidthResult bandwidth(const std::string& kind, std::size_t working_set_bytes, int threads,
-                          double min_time_s) {
+                          double min_time_s, const std::string& isa_asked) {
   const KindInfo& info = find_kind(kind);
+  Isa isa = kernel_isa(kWidest);
+  if (!isa_asked.empty()) {
+    const Isa asked = parse_isa(isa_asked, "bandwidth");
+    if (asked > isa) {
+      throw std::invalid_argument("[bandwidth] isa is '" + isa_asked + "', above what runs " +
+                                  "here: the widest is '" + isa_name(isa) + "'");
+    }
+    isa = asked;
+  }
   const int nt = resolve_threads(threads, "bandwidth");
   if (!std::isfinite(min_time_s) || min_time_s <= 0.0 || min_time_s > 3600.0) {
     throw std::invalid_argument("[bandwidth] min_time_s is " + std::to_string(min_time_s) +
@@ -398,7 +407,7 @@ BandwidthResult bandwidth(const std::string& kind, std::size_t working_set_bytes
   // beyond which the streaming kinds use 16-byte accesses: well past a core's L2 and its
   // share of a typical L3, where only DRAM behaviour matters.
   const bool narrow = working_set_bytes / static_cast<std::size_t>(nt) >= kNarrowFromBytes;
-  const PassPath path = pass_path(info.kind, kernel_isa(kWidest), narrow);
+  const PassPath path = pass_path(info.kind, isa, narrow);
   auto pass_piece = [&](const double* p1, const double* p2, double* py, std::size_t len) {
     return run_pass(info.kind, path, p1, p2, py, len);
   };

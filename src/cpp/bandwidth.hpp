@@ -30,9 +30,11 @@ struct BandwidthResult {
 // `min_time_s`, passes timed after one warm pass. Throws std::invalid_argument for an unknown
 // kind, a working set below 4 KiB·threads or above 1/2 of physical memory, or a bad thread
 // count or time; std::bad_alloc when the arrays cannot be allocated; Interrupted when the
-// InterruptScope of the calling thread stops it.
+// InterruptScope of the calling thread stops it. `isa` picks the widest loops to use
+// ("avx512", "avx2", "portable"; "" means what kernel_isa() allows); one above what runs here
+// is an std::invalid_argument.
 BandwidthResult bandwidth(const std::string& kind, std::size_t working_set_bytes, int threads = 1,
-                          double min_time_s = 0.05);
+                          double min_time_s = 0.05, const std::string& isa = "");
 
 namespace detail {
 // What one pass computed and the ISA of the loops that ran it.

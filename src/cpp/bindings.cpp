@@ -594,7 +594,7 @@ PYBIND11_MODULE(_core, m) {
       .def_readonly("passes", &fb::BandwidthResult::passes)
       .def_readonly("isa", &fb::BandwidthResult::isa);
   m.def("bandwidth", interruptible(&fb::bandwidth), py::arg("kind"), py::arg("working_set_bytes"),
-        py::arg("threads") = 1, py::arg("min_time_s") = 0.05,
+        py::arg("threads") = 1, py::arg("min_time_s") = 0.05, py::arg("isa") = "",
         py::call_guard<py::gil_scoped_release>(), "A STREAM-style kernel's GB/s (GIL released).");
   py::class_<fb::PeakResult>(m, "PeakResult", "Peak rate of FMA or dot-product chains.")
       .def_readonly("dtype", &fb::PeakResult::dtype)

@@ -183,6 +183,15 @@ void test_bandwidth_rejects_bad_input() {
   CHECK_THROWS(std::invalid_argument, fb::bandwidth("copy", 1 << 20, 1, 0.0), "[bandwidth]");
   CHECK_THROWS(std::invalid_argument, fb::bandwidth("copy", 1 << 20, 1, NAN), "[bandwidth]");
   CHECK_THROWS(std::invalid_argument, fb::bandwidth("copy", 1 << 20, 1, INFINITY), "[bandwidth]");
+  // An explicit width runs those loops; one above what runs here is refused.
+  CHECK(fb::bandwidth("triad", 24 << 10, 1, 0.002, "portable").isa == "portable", "portable");
+  CHECK_THROWS(std::invalid_argument, fb::bandwidth("triad", 24 << 10, 1, 0.002, "sse9"),
+               "[bandwidth]");
+  if (fb::active_isa() < fb::kWidestIsa) {
+    CHECK_THROWS(std::invalid_argument,
+                 fb::bandwidth("triad", 24 << 10, 1, 0.002, fb::isa_name(fb::kWidestIsa)),
+                 "[bandwidth] isa is");
+  }
 }
 
 // No x86 core issues more than four vector FMA (or FMA+ADD) instructions a cycle: a figure

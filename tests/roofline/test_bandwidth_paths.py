@@ -44,3 +44,18 @@ def test_streaming_kinds_past_the_caches_run_16_byte_loops(isa: str, restore_cap
     r = kernels.bandwidth("triad", 33 << 20, threads=1, min_time_s=0.001)
     assert r.isa == ("portable" if isa == "portable" else "avx2")
     assert kernels.bandwidth("read", 33 << 20, threads=1, min_time_s=0.001).isa == isa
+
+
+@pytest.mark.parametrize("isa", RUNNABLE)
+def test_bandwidth_runs_the_width_asked_for(isa: str) -> None:
+    # A working set in L1: the loops are those asked for, below the widest allowed too.
+    r = kernels.bandwidth("triad", 24 << 10, 1, 0.002, isa=isa)
+    assert r.isa == isa and r.gb_per_s > 0
+
+
+def test_bandwidth_refuses_a_width_above_what_runs_here(restore_cap: None) -> None:
+    _core._set_isa_cap("portable")
+    with pytest.raises(ValueError, match="above what runs here"):
+        kernels.bandwidth("triad", 24 << 10, 1, 0.002, isa="avx2")
+    with pytest.raises(ValueError, match="isa must be None or one of"):
+        kernels.bandwidth("triad", 24 << 10, 1, 0.002, isa="sse9")

@@ -33,11 +33,13 @@ def _fake_calibration(monkeypatch: pytest.MonkeyPatch, calls: list[str]) -> None
                                   32.0, 0.1, f"fake {'zmm' if bits == 512 else 'ymm'}", bits)
 
     def bandwidth(kind: str, nbytes: int, threads: int | None = None,
-                  min_time_s: float = 0.05) -> kernels.BandwidthResult:
-        calls.append(f"bw {nbytes}")
+                  min_time_s: float = 0.05, *, isa: str | None = None) -> kernels.BandwidthResult:
+        calls.append(f"bw {nbytes} {isa}")
         gbs = 1000.0 / math.log2(nbytes)  # smaller working sets are faster
+        if isa == "avx512":  # zmm loads split in halves: slower than ymm in the caches
+            gbs *= 0.9
         return kernels.BandwidthResult(kind, nbytes, 3, nbytes, nbytes / 3, 1.0, 1.0, gbs, 2, 3,
-                                       "avx2")
+                                       isa or "avx512")
 
     monkeypatch.setattr(kernels, "peak_flops", peak)
     monkeypatch.setattr(kernels, "bandwidth", bandwidth)
@@ -45,6 +47,26 @@ def _fake_calibration(monkeypatch: pytest.MonkeyPatch, calls: list[str]) -> None
     monkeypatch.setattr(calibration, "_peak_widths",
                         lambda dt: ["avx512"] if dt in ("bfloat16", "int8") else ["avx512", "avx2"])
     monkeypatch.setattr(calibration, "_gemm_gflops", lambda dt, n, t, s: 90.0)
+
+
+def test_cache_levels_keep_the_faster_vector_width_and_record_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[str] = []
+    _fake_calibration(monkeypatch, calls)
+    r = roofline.calibrate(threads=2, progress=False, cache=False)
+    # L1 and L2 are timed on both widths, the faster (ymm here) kept; L3 and DRAM once, on
+    # the kernel's own choice of loops.
+    sizes = {lv: {n for n, _, level in r.sweep if level == lv} for lv in roofline.LEVELS}
+    for lv in ("L1", "L2"):
+        for n in sizes[lv]:
+            assert f"bw {n} avx512" in calls and f"bw {n} avx2" in calls
+        assert r.memory[lv] == pytest.approx(max(1000.0 / math.log2(n) for n in sizes[lv]))
+        assert r.machine["ceiling_isas"][lv] == "avx2"
+    for lv in ("L3", "DRAM"):
+        assert all(f"bw {n} None" in calls for n in sizes[lv])
+        assert r.machine["ceiling_isas"][lv] == "avx512"
+    assert r.machine["ceiling_isas"]["fma float32"] == "avx512"
+    assert r.machine["ceiling_isas"]["fma float64"] == "avx2"
 
 
 def test_calibrate_plan_ceilings_and_cache(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -391,7 +391,7 @@ def conv2d(x: NDArray[np.float32], weight: NDArray[np.float32],
 
 
 def bandwidth(kind: str, nbytes: int, threads: int | None = None,
-              min_time_s: float = 0.05) -> BandwidthResult:
+              min_time_s: float = 0.05, *, isa: str | None = None) -> BandwidthResult:
     """Memory bandwidth of a STREAM-style kernel over a working set of ``nbytes``.
 
     Parameters
@@ -405,6 +405,9 @@ def bandwidth(kind: str, nbytes: int, threads: int | None = None,
         this process may run on.
     min_time_s : float
         Seconds of timed passes at least (after one warm pass).
+    isa : {"avx512", "avx2", "portable"}, optional
+        The widest loops to run; by default the widest the CPU (and the cap) allows. Some
+        cores split zmm loads and stores in halves (Zen 4), where ymm can be as fast.
 
     Returns
     -------
@@ -416,6 +419,9 @@ def bandwidth(kind: str, nbytes: int, threads: int | None = None,
 
     Raises
     ------
+    ValueError
+        An unknown kind or isa, an isa wider than this CPU (or the cap) allows, a bad size,
+        thread count or time.
     KeyboardInterrupt
         Ctrl-C (or what another signal handler raised), noticed within milliseconds.
     """
@@ -424,7 +430,10 @@ def bandwidth(kind: str, nbytes: int, threads: int | None = None,
     if (isinstance(nbytes, bool) or not isinstance(nbytes, (int, np.integer)) or nbytes < 1
             or nbytes > sys.maxsize):
         raise ValueError(f"nbytes must be an int from 1 to {sys.maxsize}, got {nbytes!r}")
-    r = _core.bandwidth(kind, int(nbytes), _threads(threads), float(min_time_s))
+    if isa is not None and isa not in _core.isa_names():
+        raise ValueError(f"isa must be None or one of {', '.join(_core.isa_names())}, "
+                         f"got {isa!r}")
+    r = _core.bandwidth(kind, int(nbytes), _threads(threads), float(min_time_s), isa or "")
     return BandwidthResult(r.kind, r.working_set_bytes, r.arrays, r.bytes_per_pass,
                            r.write_allocate_bytes_per_pass, r.best_s, r.median_s, r.gb_per_s,
                            r.threads, r.passes, r.isa)
