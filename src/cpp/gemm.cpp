@@ -761,16 +761,19 @@ std::size_t unit_rows(std::size_t m_tile, std::size_t n_tile, std::size_t k, std
   return balanced_block(m_tile, cap, mr);
 }
 
-template <class T, class Kernel>
-void gemm_with(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std::size_t lda,
-               const T* b, std::size_t ldb, T beta, T* c, std::size_t ldc, int nthreads) {
-  const GemmBlocking bl = blocking_for(sizeof(T), Kernel::kMr, Kernel::kNr, Kernel::kL1Panels);
+
+// The threads of a product: a grid tm × tn of C tiles (tm · tn threads), shaped so the tiles
+// are about square (each thread re-packs the panels of the other operand, so square tiles
+// pack the least); one thread below kMinParallelMacs, never more threads than register
+// tiles, one dimension where no exact grid fits.
+struct ThreadGrid {
+  std::size_t tm = 1, tn = 1;
+};
+
+ThreadGrid thread_grid(std::size_t m, std::size_t n, std::size_t k, std::size_t m_units,
+                       std::size_t n_units, int nthreads) {
   const double macs = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
   std::size_t nt = macs < kMinParallelMacs ? 1 : static_cast<std::size_t>(nthreads);
-  // Threads get a grid tm × tn of C tiles, shaped so the tiles are about square (each thread
-  // re-packs the panels of the other operand, so square tiles pack the least).
-  const std::size_t m_units = div_up(m, Kernel::kMr);
-  const std::size_t n_units = div_up(n, Kernel::kNr);
   nt = std::max<std::size_t>(1, std::min(nt, m_units * n_units));
   std::size_t tm = 1;
   double best = -1.0;
@@ -784,11 +787,18 @@ void gemm_with(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a,
       tm = d;
     }
   }
-  if (best < 0.0) {  // no exact grid fits: fall back to one dimension
-    tm = std::min(nt, m_units);
-    nt = tm;
-  }
-  const std::size_t tn = nt / tm;
+  if (best < 0.0) return {std::min(nt, m_units), 1};  // no exact grid fits: one dimension
+  return {tm, nt / tm};
+}
+
+template <class T, class Kernel>
+void gemm_with(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std::size_t lda,
+               const T* b, std::size_t ldb, T beta, T* c, std::size_t ldc, int nthreads) {
+  const GemmBlocking bl = blocking_for(sizeof(T), Kernel::kMr, Kernel::kNr, Kernel::kL1Panels);
+  const std::size_t m_units = div_up(m, Kernel::kMr);
+  const std::size_t n_units = div_up(n, Kernel::kNr);
+  const ThreadGrid grid = thread_grid(m, n, k, m_units, n_units, nthreads);
+  const std::size_t nt = grid.tm * grid.tn, tm = grid.tm, tn = grid.tn;
   // Every tile gets the same blocks, so that any thread's packed-A buffer fits any unit.
   const std::size_t m_tile = std::min(m, div_up(m_units, tm) * Kernel::kMr);
   const std::size_t n_tile = std::min(n, div_up(n_units, tn) * Kernel::kNr);
@@ -1075,28 +1085,9 @@ void gemm_bf16_native(std::size_t m, std::size_t n, std::size_t k, float alpha,
                       const std::uint16_t* a, std::size_t lda, const std::uint16_t* b,
                       std::size_t ldb, float beta, float* c, std::size_t ldc, int nthreads) {
   const GemmBlocking bl = bf16_blocking();
-  const double macs = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
-  const std::size_t m_units = div_up(m, Bf16Kernel::kMr);
-  const std::size_t n_units = div_up(n, Bf16Kernel::kNr);
-  std::size_t nt = macs < kMinParallelMacs ? 1 : static_cast<std::size_t>(nthreads);
-  nt = std::max<std::size_t>(1, std::min(nt, m_units * n_units));
-  std::size_t tm = 1;
-  double best = -1.0;
-  for (std::size_t d = 1; d <= nt; ++d) {
-    if (nt % d != 0 || d > m_units || nt / d > n_units) continue;
-    const double tile_m = static_cast<double>(m) / static_cast<double>(d);
-    const double tile_n = static_cast<double>(n) / static_cast<double>(nt / d);
-    const double squareness = std::min(tile_m, tile_n) / std::max(tile_m, tile_n);
-    if (squareness > best) {
-      best = squareness;
-      tm = d;
-    }
-  }
-  if (best < 0.0) {  // no exact grid fits: one dimension
-    tm = std::min(nt, m_units);
-    nt = tm;
-  }
-  const std::size_t tn = nt / tm;
+  const ThreadGrid grid = thread_grid(m, n, k, div_up(m, Bf16Kernel::kMr),
+                                      div_up(n, Bf16Kernel::kNr), nthreads);
+  const std::size_t nt = grid.tm * grid.tn, tm = grid.tm, tn = grid.tn;
   run_parallel(static_cast<int>(nt), [&](int tid, int) {
     const std::size_t t = static_cast<std::size_t>(tid);
     std::size_t m0 = 0, m1 = 0, n0 = 0, n1 = 0;
