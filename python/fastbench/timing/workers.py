@@ -45,7 +45,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from .._checks import check_int, check_seconds
 from ..counters.simulation.target import callable_spec
-from ..errors import FastbenchError
+from ..errors import FastbenchError, file_tail
 from ..measurement import Measurement
 
 __all__ = ["CALLABLE_OPTIONS", "STATEMENT_OPTIONS", "ImportRef", "WorkerError", "WorkerJob",
@@ -59,9 +59,6 @@ CALLABLE_OPTIONS = ("warmup", "min_time_s", "repeat", "duration_s", "loops", "cl
                     "counters_missing", "memory")
 STATEMENT_OPTIONS = tuple(o for o in CALLABLE_OPTIONS if not o.startswith("counters"))
 
-# How much of a failed worker's stderr an error quotes.
-_STDERR_TAIL_LINES = 20
-_STDERR_TAIL_CHARS = 4000
 # After a timeout the worker gets SIGUSR1 (faulthandler prints its stack) and this long to
 # write it, then its process group gets SIGKILL.
 _DUMP_WAIT_S = 0.3
@@ -712,7 +709,7 @@ def _run_worker(spec: Path, tmp: Path, step: int, timeout_s: float | None,
             code = proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
             _kill(proc, dump_stack=True)
-            tail = _tail(stderr_path)
+            tail = file_tail(stderr_path)
             raise WorkerError(
                 f"{who} did not finish within timeout_s={timeout_s:g} s and was killed with "
                 "its process group; pass a larger timeout_s (None for no limit) or a shorter "
@@ -726,13 +723,13 @@ def _run_worker(spec: Path, tmp: Path, step: int, timeout_s: float | None,
         try:
             return Measurement.from_dict(json.loads(out.read_text(encoding="utf-8")))
         except (OSError, ValueError, TypeError, KeyError) as exc:
-            tail = _tail(stderr_path)
+            tail = file_tail(stderr_path)
             why = (f"an unreadable result ({exc})" if out.exists() else
                    "no result (did the workload call os._exit(0)?)")
             raise WorkerError(f"{who} exited with status 0 but wrote {why}" + _quoted(tail),
                               index=who.index, variant=who.variant, status="no-result",
                               returncode=0, stderr=tail) from None
-    raise _failure(who, code, out, _tail(stderr_path))
+    raise _failure(who, code, out, file_tail(stderr_path))
 
 
 def _kill(proc: subprocess.Popen[bytes], *, dump_stack: bool) -> None:
@@ -772,15 +769,6 @@ def _failure(who: _Who, code: int, out: Path, tail: str) -> WorkerError:
             message = f"{who} exited with status {code} before writing its result"
     return WorkerError(message + _quoted(tail), index=who.index, variant=who.variant,
                        status=status, returncode=code, stderr=tail)
-
-
-def _tail(path: Path) -> str:
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return ""
-    lines = [ln for ln in text.rstrip().splitlines() if ln.strip()]
-    return "\n".join(lines[-_STDERR_TAIL_LINES:])[-_STDERR_TAIL_CHARS:]
 
 
 def _quoted(tail: str) -> str:

@@ -17,15 +17,13 @@ from functools import lru_cache
 from pathlib import Path
 from typing import IO, Mapping
 
-from ...errors import FastbenchError
+from ...errors import FastbenchError, file_tail, last_lines
 from .geometry import CACHE_NAMES, CacheGeometry
 from .output import parse_output
 
 __all__ = ["Run", "SimulationTimeout", "SimulationUnavailable", "finish", "kill", "start",
            "tool_options", "valgrind_path", "valgrind_version"]
 
-_STDERR_TAIL_LINES = 20
-_STDERR_TAIL_CHARS = 3000
 _VERSION_TIMEOUT_S = 30.0
 
 
@@ -93,16 +91,6 @@ def kill(run: Run) -> None:
     run.stderr_file.close()
 
 
-def _tail(path: Path) -> str:
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return ""
-    lines = [ln for ln in text.rstrip().splitlines() if ln.strip()]
-    tail = "\n".join(lines[-_STDERR_TAIL_LINES:])
-    return tail[-_STDERR_TAIL_CHARS:]
-
-
 # The banner and the end-of-run summary of valgrind's log, which say nothing about a failure.
 _LOG_NOISE = re.compile(
     r"(Cachegrind|Callgrind), a |Copyright|Using Valgrind|Command:|Parent PID:|For interactive"
@@ -120,8 +108,8 @@ def _valgrind_messages(path: Path) -> str:
     except OSError:
         return ""
     kept = [re.sub(r"^[=-]{2}\d+[=-]{2} ?", "", ln) for ln in text.splitlines()]
-    kept = [ln for ln in kept if ln.strip() and not _LOG_NOISE.match(ln.strip())]
-    return "\n".join(kept[-_STDERR_TAIL_LINES:])[-_STDERR_TAIL_CHARS:]
+    kept = [ln for ln in kept if not _LOG_NOISE.match(ln.strip())]
+    return last_lines("\n".join(kept))
 
 
 def finish(run: Run, deadline: float, timeout_s: float) -> tuple[dict[str, int],
@@ -146,7 +134,7 @@ def finish(run: Run, deadline: float, timeout_s: float) -> tuple[dict[str, int],
         else:
             status = f"exited with status {code}"
         parts = [f"{run.what} {status} under valgrind"]
-        stderr = _tail(run.stderr_path)
+        stderr = file_tail(run.stderr_path)
         if stderr:
             parts.append(f"its stderr ended with:\n{stderr}")
         messages = _valgrind_messages(run.log_path)
@@ -157,7 +145,7 @@ def finish(run: Run, deadline: float, timeout_s: float) -> tuple[dict[str, int],
         text = run.out_path.read_text(encoding="utf-8", errors="replace")
         return parse_output(text)
     except (OSError, ValueError) as exc:
-        messages = _valgrind_messages(run.log_path) or _tail(run.stderr_path)
+        messages = _valgrind_messages(run.log_path) or file_tail(run.stderr_path)
         raise FastbenchError(f"valgrind wrote no usable output for {run.what} ({exc})"
                              + (f"; it said:\n{messages}" if messages else "")) from None
 
