@@ -450,10 +450,7 @@ std::atomic<bool> g_zmm_at_half_rate{false};
 // kernel measured 3-13% faster than the zmm ones (n = 1024, both dtypes), so Zen 4 runs it
 // unless a test asks for the zmm kernels (detail::gemm_zmm_at_half_rate).
 bool zmm_kernels_pay() {
-  if (g_zmm_at_half_rate.load(std::memory_order_relaxed)) return true;
-  const CpuFeatures& f = cpu_features();
-  const bool zen4 = f.vendor == "AuthenticAMD" && f.family == 0x19;
-  return !zen4;
+  return g_zmm_at_half_rate.load(std::memory_order_relaxed) || !zmm_fma_split();
 }
 
 // The path gemm runs now: kernel_isa(), narrowed to avx2 where zmm does not pay.

@@ -76,6 +76,11 @@ bool has_avx512_vnni() {
 
 bool has_avx_vnni() { return active_isa() >= Isa::avx2 && cpu_features().avx_vnni; }
 
+bool zmm_fma_split() {
+  const CpuFeatures& f = cpu_features();
+  return best_isa() >= Isa::avx512 && f.vendor == "AuthenticAMD" && f.family == 0x19;
+}
+
 namespace detail {
 void set_isa_cap(Isa cap) { g_cap.store(static_cast<int>(cap), std::memory_order_relaxed); }
 Isa isa_cap() { return static_cast<Isa>(g_cap.load(std::memory_order_relaxed)); }

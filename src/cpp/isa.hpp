@@ -46,6 +46,12 @@ bool has_avx512_bf16();  // AVX512_BF16: vdpbf16ps (bf16 pairs into float32)
 bool has_avx512_vnni();  // AVX512_VNNI: vpdpbusd (u8 x s8 quads into int32)
 bool has_avx_vnni();     // AVX-VNNI: the VEX (ymm) vpdpbusd, on cores without AVX-512 too
 
+// Whether this core runs a 512-bit FMA as two 256-bit halves, so zmm code peaks no higher
+// than ymm code: AMD Zen 4 (family 0x19 with AVX-512; AMD's family 19h optimization guide,
+// 2.11). A kernel may then keep its ymm path where that measured faster; the table of
+// fastbench.machine.microarch says the same per model.
+bool zmm_fma_split();
+
 namespace detail {
 // Test hook: cap the ISA of every kernel (process-wide; kWidestIsa lifts the cap).
 void set_isa_cap(Isa cap);

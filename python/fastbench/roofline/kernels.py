@@ -183,11 +183,15 @@ def _bf16_operand(x: Any, name: str) -> NDArray[np.uint16]:
 def _product_output(a: NDArray[Any], b: NDArray[Any], out: NDArray[Any] | None,
                     dtype: np.dtype[Any], beta: float
                     ) -> tuple[NDArray[Any], NDArray[Any], NDArray[Any]]:
-    """The (m, n) array a product of ``a`` (m, k) and ``b`` (k, n) is written to: ``out``
+    """The (m, n) array a product of ``a`` (m, k) and ``b`` (k, n) is written to (the shapes
+    checked to agree): ``out``
     checked (shape, dtype, C order, writeable), or a new one; and the inputs, an input that
     may share memory with ``out`` replaced by a copy (the kernel writes ``out`` block by
     block while it still reads ``a`` and ``b``), as numpy's ``matmul`` does."""
-    m, n = a.shape[0], b.shape[1]
+    (m, k), (k2, n) = a.shape, b.shape
+    if k != k2:
+        raise ValueError(f"shapes {a.shape} and {b.shape} do not agree: a has {k} columns, "
+                         f"b has {k2} rows")
     if out is None:
         if beta != 0:
             raise ValueError("beta != 0 needs an out array to scale")
@@ -253,12 +257,8 @@ def gemm_bf16(a: NDArray[Any], b: NDArray[Any], out: NDArray[np.float32] | None 
     """
     a = _bf16_operand(a, "a")
     b = _bf16_operand(b, "b")
-    (m, k), (k2, n) = a.shape, b.shape
-    if k != k2:
-        raise ValueError(f"shapes {a.shape} and {b.shape} do not agree: a has {k} columns, "
-                         f"b has {k2} rows")
-    nthreads = _threads(threads)
     a, b, out = _product_output(a, b, out, np.dtype(np.float32), beta)
+    nthreads = _threads(threads)
     _core.gemm_bf16(a, b, out, alpha, beta, nthreads)
     return out
 
@@ -306,12 +306,8 @@ def gemm(a: NDArray[Any], b: NDArray[Any], out: NDArray[Any] | None = None, *,
     b = _float_array(b, "b", 2, allowed)
     if a.dtype != b.dtype:
         raise TypeError(f"a and b must have one dtype, got {a.dtype} and {b.dtype}")
-    (m, k), (k2, n) = a.shape, b.shape
-    if k != k2:
-        raise ValueError(f"shapes {a.shape} and {b.shape} do not agree: a has {k} columns, "
-                         f"b has {k2} rows")
-    nthreads = _threads(threads)
     a, b, out = _product_output(a, b, out, a.dtype, beta)
+    nthreads = _threads(threads)
     _GEMM[a.dtype](np.ascontiguousarray(a), np.ascontiguousarray(b), out, alpha, beta,
                    nthreads)
     return out
