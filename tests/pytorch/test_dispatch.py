@@ -81,6 +81,33 @@ def test_backward_ops_belong_to_the_module_whose_forward_built_them() -> None:
     assert sorted(mm_out["1.1"]) == [(2, 3), (5, 3)] and mm_out["0"] == [(3, 4)]
 
 
+class _ScaleThenProject(nn.Module):
+    """Its own op (a product) comes before a submodule that produces its output, so walking
+    back from its output meets the submodule's nodes first."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.proj = nn.Linear(3, 3)
+
+    def forward(self, x: Any) -> Any:
+        return self.proj(x * 2.0)
+
+
+def test_backward_reaches_a_modules_own_ops_behind_its_last_submodule() -> None:
+    events: list[OpEvent] = []
+    model = nn.Sequential(nn.Linear(3, 3), _ScaleThenProject())
+    d = Dispatcher(model, events.append)
+    out = d.forward(torch.randn(4, 3))
+    seed = torch.ones_like(out)
+    events.clear()
+    with d.recording():
+        torch.autograd.grad(out, list(model.parameters()), seed)
+    # The product's backward (a mul by 2.0) belongs to "1", which ran it, not to the model.
+    muls = [e.module for e in events if e.name == "mul"]
+    assert muls == ["1"]
+    assert {e.module for e in events if e.name == "mm"} == {"0", "1.proj"}
+
+
 def test_shared_and_built_on_the_fly_modules() -> None:
     class Inner(nn.Module):  # type: ignore[misc]
         def forward(self, x: Any) -> Any:

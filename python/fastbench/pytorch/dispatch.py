@@ -213,12 +213,26 @@ class Modules:
         path = self._stack.pop() if len(self._stack) > 1 else ""
         boundary = self._boundaries.pop() if self._boundaries else set()
         self.outputs.setdefault(path, shapes(output))
+        self._claim(path, output, boundary)
+
+    def _claim(self, path: str, output: Any, boundary: set[Any]) -> None:
+        """Own every autograd node between ``output`` and the module's inputs (``boundary``)
+        not owned yet. The walk passes through nodes its submodules own (they returned
+        first), so a module whose last op is a submodule's still reaches its own nodes
+        behind it; it never passes through another module's nodes."""
+        inner = path + "." if path else ""
         todo = [t.grad_fn for t in tensors(output) if t.grad_fn is not None]
+        seen: set[Any] = set()
         while todo:
             node = todo.pop()
-            if node is None or node in self._owner or node in boundary:
+            if node is None or node in boundary or node in seen:
                 continue
-            self._owner[node] = path
+            seen.add(node)
+            owner = self._owner.get(node)
+            if owner is None:
+                self._owner[node] = path
+            elif not (owner.startswith(inner) and owner != path):
+                continue
             todo.extend(fn for fn, _ in node.next_functions)
 
     def current(self) -> str:
