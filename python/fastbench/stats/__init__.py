@@ -4,8 +4,9 @@ This face re-exports the public API of its modules: one sample's checks and medi
 (:mod:`.samples`), its summary (:mod:`.summary`), sample-size planning (:mod:`.planning`),
 two samples compared (:mod:`.twosample`), runs (processes) as a random effect
 (:mod:`.runs`), multiple-testing corrections (:mod:`.corrections`),
-interference phases in a series of samples (:mod:`.phases`) and the one median/MAD helper
-(:mod:`.robust`). Nothing here times, prints or drops a sample:
+interference phases in a series of samples (:mod:`.phases`), the one median/MAD helper
+(:mod:`.robust`), quantile intervals from order statistics (:mod:`.quantiles`) and the
+Wilson interval of a proportion (:mod:`.proportion`). Nothing here times, prints or drops a sample:
 outliers are counted and kept. Every function validates its input (non-empty,
 one-dimensional, finite) and raises ValueError with the reason; samples that are not real
 numbers (complex, strings, bools) and a setting that is not a number (a confidence, a level)
@@ -16,6 +17,8 @@ from __future__ import annotations
 
 from .corrections import adjust_pvalues
 from .planning import required_samples, samples_for_power
+from .proportion import wilson_interval
+from .quantiles import quantile_ci, quantile_ci_min_samples
 from .samples import as_samples, median_ci
 from .summary import Outliers, Summary, summarize
 from .runs import RunLevel, compare_runs, run_level
@@ -35,8 +38,11 @@ __all__ = [
     "compare_samples",
     "median_ci",
     "median_ratio_ci",
+    "quantile_ci",
+    "quantile_ci_min_samples",
     "required_samples",
     "run_level",
     "samples_for_power",
+    "wilson_interval",
     "summarize",
 ]
