@@ -177,6 +177,44 @@ def _instruction_comparison() -> Any:
         baseline_name="a")
 
 
+def _profile(seed: int = 0, slower: float = 1.0) -> Any:
+    from fastbench.profiling.result import Cell, Overhead, Profile, TraceEvent
+
+    rng = np.random.default_rng(seed)
+    steps = 8
+    cells = (
+        Cell("aten::addmm", "(8, 16), (16, 4)", "fc", "", "forward",
+             1e-4 * slower * rng.lognormal(0.0, 0.03, steps), calls=steps, flops=1024.0,
+             bytes=896.0, dtype="float32"),
+        Cell("(not in an op)", "", "", "", "forward", 2e-5 * rng.lognormal(0.0, 0.03, steps),
+             calls=0),
+        Cell("aten::copy_", "(8, 16)", "outside any module", "data loading", "",
+             3e-5 * rng.lognormal(0.0, 0.03, steps), calls=steps, bytes=1024.0,
+             dtype="float32"),
+    )
+    step_times = np.sum([c.times for c in cells], axis=0)
+    events = (TraceEvent("step 0", "step", 0, 200_000),
+              TraceEvent("fc", "module", 1_000, 120_000),
+              TraceEvent("aten::addmm", "op", 2_000, 100_000,
+                         args={"shapes": "(8, 16), (16, 4)", "flops": 1024}))
+    return Profile(cells, step_times, step_times * 1.05,
+                   Overhead(2e-6, 1e-6, 3e-6, 1e-6), step_times * 1.01, None, events,
+                   {"name": "toy.Net", "threads": 1}, ("a warning",))
+
+
+def _profile_diff() -> Any:
+    from fastbench.profiling.diff import diff
+
+    return diff(_profile(1), _profile(2, slower=1.5), labels=("before", "after"))
+
+
+def _sample_profile() -> Any:
+    from fastbench import _core
+    from fastbench.profiling import sample
+
+    return sample(_core.spin, 2e5, duration_s=0.05, interval_s=0.002)
+
+
 # kind -> (builder, class name the loaded object must have)
 BUILDERS: dict[str, tuple[Callable[[], Any], str]] = {
     "measurement": (measurement_of_kinds, "Measurement"),
@@ -190,4 +228,7 @@ BUILDERS: dict[str, tuple[Callable[[], Any], str]] = {
     "simulated_counts": (_simulated_counts, "SimulatedCounts"),
     "roofline": (_roofline, "Roofline"),
     "model_analysis": (_model_analysis, "ModelAnalysis"),
+    "profile": (_profile, "Profile"),
+    "profile_diff": (_profile_diff, "ProfileDiff"),
+    "sample_profile": (_sample_profile, "SampleProfile"),
 }

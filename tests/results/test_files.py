@@ -23,8 +23,8 @@ import numpy as np
 import pytest
 
 import fastbench
-from _results_helpers import (DATA, assert_same, edited, listdir, read_raw, synthetic,
-                              write_json)
+from _results_helpers import (BUILDERS, DATA, assert_same, edited, listdir, read_raw,
+                              synthetic, write_json)
 from fastbench import results
 from fastbench.memory import CallMemory
 from fastbench.results import ResultsFileError, files
@@ -445,6 +445,71 @@ def test_malformed_data(saved: Path, data: Any, problem: str) -> None:
     with pytest.raises(ResultsFileError) as info:
         results.load(path)
     assert str(info.value) == f"{path} has malformed 'measurements' data: {problem}"
+
+
+# -- profiles ----------------------------------------------------------------------------------
+
+
+def test_profile_round_trip_is_exact(tmp_path: Path) -> None:
+    from fastbench.profiling import Profile
+
+    prof = BUILDERS["profile"][0]()
+    path = tmp_path / "profile.json"
+    fastbench.save(prof, path)
+    assert read_raw(path)["kind"] == "profile"
+    got = fastbench.load(path)
+    assert isinstance(got, Profile)
+    assert got.to_dict() == prof.to_dict()
+    for field in ("step_times", "profiled_step_times", "unprofiled_step_times"):
+        assert getattr(got, field).tobytes() == getattr(prof, field).tobytes()
+    for a, b in zip(got.cells, prof.cells):
+        assert a.times.tobytes() == b.times.tobytes()
+    # What is read off a profile is the same: the tables and the trace's events.
+    assert [(r.name, r.share, r.share_ci) for r in got.rows("module")] == \
+        [(r.name, r.share, r.share_ci) for r in prof.rows("module")]
+    assert got.events == prof.events
+
+
+def test_profile_diff_round_trip(tmp_path: Path) -> None:
+    from fastbench.profiling.diff import ProfileDiff
+
+    d = BUILDERS["profile_diff"][0]()
+    assert any(c.flagged for c in d.changes)   # the example holds a flagged change
+    path = tmp_path / "diff.json"
+    fastbench.save(d, path)
+    got = fastbench.load(path)
+    assert isinstance(got, ProfileDiff)
+    assert got == d
+    assert str(got) == str(d)
+
+
+@pytest.mark.parametrize(
+    ("change", "problem"),
+    [
+        (lambda d: d.update(step_times=[]),
+         "data['step_times'] must hold at least 1 value, got an empty list"),
+        (lambda d: d["step_times"].__setitem__(3, -1e-4),
+         "data['step_times'][3] must be a non-negative finite number, got -0.0001"),
+        (lambda d: d.update(profiled_step_times=d["profiled_step_times"][:5]),
+         "data['profiled_step_times'] must hold one time per step of data['step_times'] (8), "
+         "got 5"),
+        (lambda d: d["cells"][1].update(phase="sideways"),
+         "data['cells'][1]['phase'] must be one of 'forward', 'backward', '', got 'sideways'"),
+        (lambda d: d["cells"][0].pop("calls"), "data['cells'][0] lacks 'calls'"),
+        (lambda d: d["events"][2].update(dur_ns=-5),
+         "data['events'][2]['dur_ns'] must be a non-negative integer, got -5"),
+        (lambda d: d.pop("overhead"), "data lacks 'overhead'"),
+    ],
+)
+def test_malformed_profile_names_the_field(tmp_path: Path, change: Any, problem: str) -> None:
+    path = tmp_path / "prof.json"
+    fastbench.save(BUILDERS["profile"][0](), path)
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    change(doc["data"])
+    write_json(path, doc)
+    with pytest.raises(ResultsFileError) as info:
+        fastbench.load(path)
+    assert str(info.value) == f"{path} has malformed 'profile' data: {problem}"
 
 
 # -- nothing to save ----------------------------------------------------------------------------

@@ -240,6 +240,9 @@ def test_kind_lists_are_builtin_first(monkeypatch: pytest.MonkeyPatch, tmp_path:
                                         r"'stat' \(StatResult\); 'simulated_counts' "
                                         r"\(SimulatedCounts\); 'roofline' \(Roofline\); "
                                         r"'model_analysis' \(ModelAnalysis\); "
+                                        r"'profile' \(Profile\); "
+                                        r"'profile_diff' \(ProfileDiff\); "
+                                        r"'sample_profile' \(SampleProfile\); "
                                         r"'other' \(_Other\)$"):
         fastbench.save(42, tmp_path / "x.json")
 

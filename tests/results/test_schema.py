@@ -143,6 +143,13 @@ _IMPOSSIBLE: dict[str, tuple[Any, str]] = {
     "model_analysis": (lambda d: d["modules"][0]["forward"].update(macs=1.5),
                        "data['modules'][0]['forward']['macs'] must be a non-negative "
                        "integer, got 1.5"),
+    "profile": (lambda d: d["cells"][0].update(times=[1e-4]),
+                "data['cells'][0]['times'] must hold one time per step of "
+                "data['step_times'] (8), got 1"),
+    "profile_diff": (lambda d: d["changes"][0].update(p_adjusted=1.5),
+                     "data['changes'][0]['p_adjusted'] must be a number in [0, 1], got 1.5"),
+    "sample_profile": (lambda d: d.update(interval_s=0.0),
+                       "data['interval_s'] must be a positive finite number, got 0.0"),
 }
 
 

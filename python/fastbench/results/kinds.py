@@ -33,6 +33,9 @@ BUILTIN_KINDS: Mapping[str, str] = {
     "simulated_counts": "fastbench.counters.simulation:SimulatedCounts",
     "roofline": "fastbench.roofline:Roofline",
     "model_analysis": "fastbench.analysis:ModelAnalysis",
+    "profile": "fastbench.profiling:Profile",
+    "profile_diff": "fastbench.profiling.diff:ProfileDiff",
+    "sample_profile": "fastbench.profiling:SampleProfile",
 }
 # Kinds whose object is a collection of the table's class rather than one instance.
 _COLLECTIONS = frozenset({"measurements"})

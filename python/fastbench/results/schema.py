@@ -427,6 +427,79 @@ MODEL_ANALYSIS = _record(
 )
 
 
+
+# -- profiles ---------------------------------------------------------------------------------
+
+
+def _one_time_per_step(data: dict[str, Any], where: str) -> None:
+    steps = len(data["step_times"])
+    profiled = len(data["profiled_step_times"])
+    if profiled != steps:
+        raise ValueError(f"{child(where, 'profiled_step_times')} must hold one time per step "
+                         f"of {child(where, 'step_times')} ({steps}), got {profiled}")
+    for i, cell in enumerate(data["cells"]):
+        if len(cell["times"]) != steps:
+            raise ValueError(f"{child(child(child(where, 'cells'), i), 'times')} must hold "
+                             f"one time per step of {child(where, 'step_times')} ({steps}), "
+                             f"got {len(cell['times'])}")
+
+
+# A cell's times are net of the profiler's cost: the time between ops can come out a little
+# below zero after the subtraction, so they are only required finite; a step cannot.
+_CELL = _record(
+    {"op": _text, "shapes": _text, "module": _text, "region": _text,
+     "phase": _choice("forward", "backward", ""), "times": numbers(), "calls": _COUNT_INT,
+     "flops": _NONNEGATIVE, "bytes": _NONNEGATIVE, "dtype": _text},
+)
+
+_TRACE_EVENT = _record(
+    {"name": _text, "cat": _text, "start_ns": _INT, "dur_ns": _COUNT_INT},
+    {"thread": _INT, "args": _any_object},
+)
+
+# The overhead is a measured difference of two timings: a quiet machine can give a cost a
+# hair below zero, which the collector subtracts as it is.
+PROFILE = _record(
+    {"cells": _items(_CELL), "step_times": numbers(0.0, min_len=1),
+     "profiled_step_times": numbers(0.0),
+     "overhead": _record({"per_op_s": _FINITE, "per_op_inside_s": _FINITE,
+                          "per_module_s": _FINITE, "per_region_s": _FINITE},
+                         {"per_op_cold_s": _FINITE, "cold_bytes": _NONNEGATIVE})},
+    {"unprofiled_step_times": _nullable(numbers(0.0)), "roofline": _nullable(ROOFLINE),
+     "events": _items(_TRACE_EVENT), "meta": _any_object, "warnings": _TEXTS},
+    then=_one_time_per_step,
+)
+
+_PAIR = _row(_FINITE, _FINITE)
+
+_PROFILE_CHANGE = _record(
+    {"by": _choice("step", "op", "module", "family", "region"), "name": _text,
+     "time_a_s": _FINITE, "time_b_s": _FINITE, "delta_s": _FINITE,
+     "delta_ci": _nullable(_PAIR), "ratio": _nullable(_NONNEGATIVE),
+     "ratio_ci": _nullable(_row(_NONNEGATIVE, _NONNEGATIVE)), "share_a": _FINITE,
+     "share_b": _FINITE, "p_value": _P_VALUE, "p_adjusted": _P_VALUE, "flagged": _flag},
+)
+
+PROFILE_DIFF = _record(
+    {"labels": _row(_text, _text), "steps_a": _POSITIVE_INT, "steps_b": _POSITIVE_INT,
+     "changes": _items(_PROFILE_CHANGE), "alpha": _FRACTION,
+     "correction": _choice("holm", "bh", "none"), "min_change": _FRACTION},
+    {"warnings": _TEXTS},
+)
+
+# The sampling profiler's result: tables of threads, functions and stacks, and one record
+# (tick, thread index, stack index) per stack seen; from_dict checks the indices.
+SAMPLE_PROFILE = _record(
+    {"version": _POSITIVE_INT, "target": _text, "interval_s": _POSITIVE, "wall_s": _NONNEGATIVE,
+     "overhead_cpu_s": _NONNEGATIVE, "switch_interval_s": _NONNEGATIVE, "calls": _COUNT_INT,
+     "profiled_thread": _INT,
+     "threads": _items(_row(_text, _INT, _COUNT_INT)),
+     "functions": _items(_row(_text, _text, _INT)),
+     "stacks": _items(_items(_row(_COUNT_INT, _INT))),
+     "tick_times_s": numbers(0.0),
+     "records": _items(_row(_COUNT_INT, _COUNT_INT, _COUNT_INT))},
+)
+
 # The built-in kinds of :data:`.kinds.BUILTIN_KINDS`; a registered kind's from_data checks
 # its own data.
 _KINDS: dict[str, Check] = {
@@ -439,6 +512,9 @@ _KINDS: dict[str, Check] = {
     "simulated_counts": SIMULATED_COUNTS,
     "roofline": ROOFLINE,
     "model_analysis": MODEL_ANALYSIS,
+    "profile": PROFILE,
+    "profile_diff": PROFILE_DIFF,
+    "sample_profile": SAMPLE_PROFILE,
 }
 
 

@@ -1,0 +1,719 @@
+"""PyTorch's collector for :class:`fastbench.profiling.Profile`: every op the dispatcher runs
+timed on the one dispatch layer (:mod:`.dispatch`), attributed to its module (forward by
+module hooks, backward by the autograd node being run), its named region and its step.
+
+How time is split. The collector keeps one timeline of the thread that profiles: op
+windows (two clock reads around the op), module entries and exits, region entries and
+exits, step marks. Each op window is the op's time; each gap between two events is the
+Python and framework time of whatever was running then (the innermost module in forward;
+in backward, the module owning the next op's autograd node; else the loop outside the
+model). Observing costs time: the cost of one observed op, of a module's hooks and of a
+region is measured once per process (an empty op and an empty module, timed with and
+without the profiler, interleaved) and subtracted from the gaps around each event, and the
+clock read from inside each op window. What the collector adds itself (the first FLOP
+count of each op and shapes) is timed where it happens and subtracted too.
+
+Ops run by other threads are not seen: dispatch modes are per thread.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Mapping, Sequence
+
+import numpy as np
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from ..errors import FastbenchError
+from ..profiling.result import (NOT_IN_OP, OUTSIDE, Cell, Overhead, Profile, TraceEvent,
+                                 op_family)
+from .aten_ops import count_op
+from .dispatch import Modules, tensors
+
+__all__ = ["Profiler", "calibrate_overhead", "profile_run"]
+
+_clock = time.perf_counter_ns
+
+# Event kinds on the timeline: an op, a module's entry and exit, a region's, and step marks
+# (_STEP ends a step and starts the next; _START and _END start or end one alone, around
+# the unprofiled calls that alternate with profiled ones).
+_OP, _ENTER, _EXIT, _REGION_IN, _REGION_OUT, _STEP, _START, _END = range(8)
+_MAX_EVENTS = 2_000_000   # about 200 MB of tuples: beyond it, stop recording and say so
+def _signature(args: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The shapes of an op's tensor arguments (lists of tensors as tuples of shapes)."""
+    sig: list[Any] = []
+    for a in args:
+        if isinstance(a, torch.Tensor):
+            sig.append(tuple(a.shape))
+        elif isinstance(a, (list, tuple)) and a and isinstance(a[0], torch.Tensor):
+            sig.append(tuple(tuple(t.shape) for t in a if isinstance(t, torch.Tensor)))
+    return tuple(sig)
+
+
+def _shapes_text(sig: tuple[Any, ...]) -> str:
+    return ", ".join(str(s) for s in sig)
+
+
+def _dtype_of(args: tuple[Any, ...]) -> str:
+    for t in tensors(args):
+        if t.is_floating_point():
+            return str(t.dtype).replace("torch.", "")
+    return ""
+
+
+@dataclass
+class _OpInfo:
+    """What is known of one op at one set of input shapes (counted once)."""
+
+    name: str
+    shapes: str
+    flops: float
+    bytes: float
+    dtype: str
+    index: int = 0
+
+
+class _Infos(dict[tuple[Any, ...], _OpInfo]):
+    """What is known of each op at each set of shapes, by (op, shapes), and in the order
+    learnt: events hold an info's index, not the info, so the events list holds no objects
+    the garbage collector has to keep walking (a real cost of observing that grows with the
+    list)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.table: list[_OpInfo] = []
+
+    def add(self, key: tuple[Any, ...], info: _OpInfo) -> None:
+        info.index = len(self.table)
+        self.table.append(info)
+        self[key] = info
+
+
+class _ProfiledModules(Modules):
+    """The dispatch layer's module attribution, without recording shapes, telling outside the
+    model from the model itself, adopting the first top-level module as the model when none
+    was given, and putting module entries and exits on the timeline."""
+
+    def __init__(self, root: torch.nn.Module | None, events: list[tuple[Any, ...]]) -> None:
+        super().__init__(root if root is not None else torch.nn.Module())
+        self._adopt = root is None
+        self._events = events
+
+    def _pre(self, module: torch.nn.Module, args: Any) -> None:
+        if self._adopt and len(self._stack) == 1:
+            self._adopt = False
+            for name, m in module.named_modules():
+                self._paths[id(m)] = name
+                self.types.setdefault(name, type(m).__name__)
+        path = self.path_of(module)
+        self._stack.append(path)
+        self._boundaries.append({t.grad_fn for t in tensors(args) if t.grad_fn is not None}
+                                if torch.is_grad_enabled() else set())
+        self._events.append((_ENTER, _clock(), path))
+
+    def _post(self, module: torch.nn.Module, args: Any, output: Any) -> None:
+        t = _clock()
+        path = self._stack.pop() if len(self._stack) > 1 else ""
+        boundary = self._boundaries.pop() if self._boundaries else set()
+        if torch.is_grad_enabled():
+            self._claim(path, output, boundary)
+        self._events.append((_EXIT, t, path))
+
+    def running(self) -> tuple[str, str]:
+        """(module, phase) of the op about to run: the owner of the autograd node in
+        backward, the top of the forward stack otherwise; OUTSIDE when neither."""
+        node = torch._C._current_autograd_node()
+        if node is not None:
+            return self._owner.get(node, OUTSIDE), "backward"
+        if len(self._stack) > 1:
+            return self._stack[-1], "forward"
+        return OUTSIDE, ""
+
+
+class _Recorder(TorchDispatchMode):  # type: ignore[misc]
+    """Times every op reaching the dispatcher on this thread."""
+
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        # torch wraps a mode's handler in torch._disable_dynamo unless told not to: a frame
+        # check on every op (about 1 µs). The handler calls no compiled code, and a compiled
+        # graph runs its ops inside one call, not op by op through here.
+        return False
+
+    def __init__(self, modules: _ProfiledModules, events: list[tuple[Any, ...]],
+                 infos: _Infos, regions: list[str]) -> None:
+        super().__init__()
+        self._modules = modules
+        self._events = events
+        self._infos = infos
+        self._regions = regions
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: tuple[Any, ...] = (),
+                           kwargs: Mapping[str, Any] | None = None) -> Any:
+        kwargs = kwargs or {}
+        t0 = _clock()
+        out = func(*args, **kwargs)
+        t1 = _clock()
+        module, phase = self._modules.running()
+        key = (func, _signature(args))
+        info = self._infos.get(key)
+        extra = 0
+        if info is None:
+            info = self._learn(func, args, kwargs, out, key)
+            extra = _clock() - t1
+        self._events.append((_OP, t0, t1, info.index, module, phase,
+                             self._regions[-1] if self._regions else "", extra))
+        return out
+
+    def _learn(self, func: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any], out: Any,
+               key: tuple[Any, ...]) -> _OpInfo:
+        try:
+            c = count_op(func, args, kwargs, out)
+        except Exception:   # a formula that cannot read these arguments counts nothing
+            c = None
+        name = f"{func.namespace}::{func.overloadpacket.__name__}"
+        info = _OpInfo(name, _shapes_text(key[1]), float(c.flops) if c else 0.0,
+                       float(c.bytes) if c else 0.0, _dtype_of(args))
+        self._infos.add(key, info)
+        return info
+
+
+# -- the profiler's own cost ------------------------------------------------------------------
+_OVERHEAD: Overhead | None = None
+
+
+def _per_call(fn: Callable[[], None], n: int) -> float:
+    t = _clock()
+    for _ in range(n):
+        fn()
+    return (_clock() - t) / n * 1e-9
+
+
+def _l2_bytes() -> int:
+    """This CPU's L2 data cache per core (1 MiB when unknown)."""
+    from ..machine import facts
+    try:
+        for c in facts.caches():
+            if c.level == 2 and c.kind in ("Data", "Unified"):
+                return int(c.size_bytes)
+    except (OSError, ValueError):
+        pass
+    return 1 << 20
+
+
+def calibrate_overhead(refresh: bool = False) -> Overhead:
+    """What observing one op, one module call and one region costs here (seconds), measured
+    once per process.
+
+    The op cost is that of four common forms of op called in turn, as user code calls them,
+    on 8-element tensors (so their arithmetic is negligible): a product of two tensors, a
+    tensor plus a Python number, a unary op and a view. The loop is timed with and without
+    the profiler in alternating blocks, and the least disturbed block of each kept. Forms
+    differ (about 5 to 9 µs each here) and so do runs (about ±10%), so for ops of a few µs
+    the subtraction is uncertain by about as much as the ops take. Part of the cost falls
+    inside the op's timed window: the op is called from Python through its overload there,
+    which converts the arguments as the normal call path does not; that part is the
+    product called through its overload, less the normal call, plus a clock read. The
+    module is an ``nn.Identity``; the region an empty ``with`` block."""
+    global _OVERHEAD
+    if _OVERHEAD is not None and not refresh:
+        return _OVERHEAD
+    x, y = torch.zeros(8), torch.zeros(8)
+    mul = torch.ops.aten.mul.Tensor
+    empty = torch.nn.Identity()
+    n, rounds = 250, 7
+    events: list[tuple[Any, ...]] = []
+    infos = _Infos()
+    regions: list[str] = []
+    region = _RegionTimer(events, regions)
+
+    forms: tuple[Callable[[], Any], ...] = (lambda: x * y, lambda: x + 1, x.relu,
+                                            lambda: x.view(8))
+
+    def overload() -> None:
+        mul(x, y)
+
+    def module() -> None:
+        empty(x)
+
+    def reg() -> None:
+        with region("r"):
+            pass
+
+    def mixed() -> None:
+        for f in forms:
+            f()
+
+    # The same forms, each after a sweep of twice the L2 cache by numpy (not an op: not
+    # observed, the same in both blocks).
+    sweep = np.zeros(max(2 * _l2_bytes(), 1 << 20) // 8)
+
+    def mixed_cold() -> None:
+        for f in forms:
+            sweep.__iadd__(1.0)
+            f()
+
+    # Per probe, the least disturbed block of each kind (a busy host only ever adds time),
+    # over rounds that alternate the bare and the observed blocks.
+    names = ["overload", "bare op", "bare module", "module", "bare region", "region",
+             "bare mixed", "mixed", "bare cold", "cold"]
+    best = dict.fromkeys(names, math.inf)
+
+    def keep(name: str, fn: Callable[[], Any], calls: int = n) -> None:
+        best[name] = min(best[name], _per_call(fn, calls))
+
+    with torch.no_grad():
+        for _ in range(rounds):
+            keep("overload", overload)
+            keep("bare module", module)
+            keep("bare region", lambda: None)
+            keep("bare op", forms[0])
+            keep("bare mixed", mixed)
+            keep("bare cold", mixed_cold, 20)
+            mods = _ProfiledModules(None, events)
+            with mods.hooked(), _Recorder(mods, events, infos, regions):
+                keep("mixed", mixed)
+                keep("cold", mixed_cold, 20)
+            with mods.hooked():
+                keep("module", module)
+            keep("region", reg)
+            events.clear()
+    op_d = (best["mixed"] - best["bare mixed"]) / len(forms)
+    cold_d = (best["cold"] - best["bare cold"]) / len(forms)
+    in_d = best["overload"] - best["bare op"]
+    mod_d = best["module"] - best["bare module"]
+    reg_d = best["region"] - best["bare region"]
+    reads = []
+    for _ in range(2000):
+        a = _clock()
+        b = _clock()
+        reads.append(b - a)
+    inside = max(in_d, 0.0) + float(np.median(reads)) * 1e-9
+    _OVERHEAD = Overhead(max(op_d, inside), inside, max(mod_d, 0.0), max(reg_d, 0.0),
+                         max(cold_d, op_d, inside), float(sweep.nbytes))
+    return _OVERHEAD
+
+
+class _RegionTimer:
+    """``with region(name):`` puts a named region on the timeline."""
+
+    def __init__(self, events: list[tuple[Any, ...]], regions: list[str]) -> None:
+        self._events = events
+        self._regions = regions
+
+    @contextlib.contextmanager
+    def __call__(self, name: str) -> Iterator[None]:
+        self._events.append((_REGION_IN, _clock(), name))
+        self._regions.append(name)
+        try:
+            yield
+        finally:
+            self._regions.pop()
+            self._events.append((_REGION_OUT, _clock(), name))
+
+
+# -- from the timeline to cells ------------------------------------------------------------
+def _build(events: Sequence[tuple[Any, ...]], table: Sequence[_OpInfo], overhead: Overhead,
+           warmup: int) -> tuple[list[Cell], np.ndarray, np.ndarray, list[TraceEvent], int]:
+    """Cells, net and gross step times, trace events and the number of ops run outside any
+    step, from a timeline of step marks, module and region events and ops."""
+    op_in = overhead.per_op_inside_s * 1e9
+    hot = overhead.per_op_s * 1e9
+    cold = max(overhead.per_op_cold_s, overhead.per_op_s) * 1e9
+    mod_half = overhead.per_module_s * 1e9 / 4   # each of two hooks, each side of its stamp
+    reg_half = overhead.per_region_s * 1e9 / 4
+    n = len(events)
+    # The (module, phase) of the next op after each event, for gaps in backward.
+    next_op: list[tuple[str, str] | None] = [None] * (n + 1)
+    for i in range(n - 1, -1, -1):
+        e = events[i]
+        next_op[i] = (e[4], e[5]) if e[0] == _OP else next_op[i + 1]
+    steps = 0
+    open_ = False
+    for e in events:
+        if e[0] in (_STEP, _END) and open_:
+            steps += 1
+        if e[0] in (_STEP, _START):
+            open_ = True
+        elif e[0] == _END:
+            open_ = False
+    acc: dict[tuple[str, str, str, str, str], list[Any]] = {}
+    net = np.zeros(steps)
+    cost = np.zeros(steps)   # ns of observing subtracted in each step
+    gross = np.zeros(steps)
+    trace: list[TraceEvent] = []
+    t_origin = events[0][1] if events else 0
+    stack: list[tuple[str, int]] = []
+    regions: list[tuple[str, int]] = []
+    prev_cost = 0.0
+    prev_op: tuple[str, str] | None = None
+    prev_bytes = 0.0
+    t_prev = t_origin
+    step = 0
+    step_start: int | None = None
+    outside_ops = 0
+
+    def half(after_bytes: float) -> float:
+        """Half of an op's observing cost outside its window (ns), on the side that follows
+        work touching ``after_bytes``: the profiler's Python runs slower once the caches
+        hold the op's data instead of it (from ``hot`` to ``cold`` as the bytes reach
+        ``overhead.cold_bytes``)."""
+        warmth = min(after_bytes / overhead.cold_bytes, 1.0) if overhead.cold_bytes > 0 else 0.0
+        return max(hot + (cold - hot) * warmth - op_in, 0.0) / 2
+
+    def before(e: tuple[Any, ...]) -> float:
+        kind = e[0]
+        if kind == _OP:
+            return half(prev_bytes)
+        if kind in (_ENTER, _EXIT):
+            return mod_half
+        return reg_half
+
+    def add(key: tuple[str, str, str, str, str], seconds: float, calls: int,
+            info: _OpInfo | None) -> None:
+        cell = acc.get(key)
+        if cell is None:
+            cell = acc[key] = [np.zeros(steps), 0, 0.0, 0.0, info.dtype if info else ""]
+        cell[0][step] += seconds
+        if step >= warmup:
+            cell[1] += calls
+            if info is not None:
+                cell[2] += info.flops
+                cell[3] += info.bytes
+
+    for i, e in enumerate(events):
+        kind, t = e[0], e[1]
+        counting = step_start is not None and step < steps
+        if counting and t > t_prev:   # the gap before this event
+            gap = max(t - t_prev - prev_cost - before(e), 0.0) * 1e-9
+            region = regions[-1][0] if regions else ""
+            nxt = next_op[i] if kind == _OP else None
+            if nxt is not None and nxt[1] == "backward":
+                module, phase = nxt
+            elif prev_op is not None and prev_op[1] == "backward" and not stack:
+                module, phase = prev_op
+            elif stack:
+                module, phase = stack[-1][0], "forward"
+            else:
+                module, phase = OUTSIDE, ""
+            add((NOT_IN_OP, "", module, region, phase), gap, 0, None)
+            net[step] += gap
+        if kind == _OP:
+            _, t0, t1, index, module, phase, region, extra = e
+            info = table[index]
+            if counting:
+                dur = max(t1 - t0 - op_in, 0.0) * 1e-9
+                add((info.name, info.shapes, module, region, phase), dur, 1, info)
+                net[step] += dur
+                cost[step] += op_in + half(prev_bytes) + half(info.bytes) + extra
+                trace.append(TraceEvent(info.name, "op", t0 - t_origin, t1 - t0, 0,
+                                        {"shapes": info.shapes, "module": module,
+                                         "phase": phase or "outside",
+                                         "flops": info.flops, "bytes": info.bytes}))
+            else:
+                outside_ops += 1
+            prev_op = (module, phase)
+            t_prev = t1
+            prev_cost = half(info.bytes) + extra
+            prev_bytes = info.bytes
+            continue
+        if kind == _ENTER:
+            stack.append((e[2], t))
+        elif kind == _EXIT:
+            if stack:
+                name, start = stack.pop()
+                if counting:
+                    trace.append(TraceEvent(name or "(model)", "module", start - t_origin,
+                                            t - start, 0, {"module": name}))
+            prev_op = None
+        elif kind == _REGION_IN:
+            regions.append((e[2], t))
+        elif kind == _REGION_OUT:
+            if regions:
+                name, start = regions.pop()
+                if counting:
+                    trace.append(TraceEvent(name, "region", start - t_origin, t - start, 0))
+        else:   # a step mark
+            if kind in (_STEP, _END) and counting and step_start is not None:
+                gross[step] = (t - step_start) * 1e-9
+                trace.append(TraceEvent(f"step {step}", "step", step_start - t_origin,
+                                        t - step_start, 0))
+                step += 1
+            step_start = t if kind in (_STEP, _START) else None
+        if counting and kind in (_ENTER, _EXIT, _REGION_IN, _REGION_OUT):
+            cost[step] += 2 * (mod_half if kind in (_ENTER, _EXIT) else reg_half)
+        t_prev = t
+        prev_cost = mod_half if kind in (_ENTER, _EXIT) else reg_half
+
+    _reconcile(acc, net, gross - cost * 1e-9)
+    kept = max(steps - warmup, 1)
+    cells = [Cell(op, shapes, module, region, phase, times[warmup:], calls, flops / kept,
+                  nbytes / kept, dtype)
+             for (op, shapes, module, region, phase), (times, calls, flops, nbytes, dtype)
+             in acc.items()]
+    return cells, net[warmup:], gross[warmup:], trace, outside_ops
+
+
+def _reconcile(acc: Mapping[tuple[str, str, str, str, str], list[Any]], net: np.ndarray,
+               target: np.ndarray) -> None:
+    """Make each step's cells sum to its observed time less the whole cost of observing it.
+
+    The cost is split around each event by a model (the clock read inside an op's window,
+    the rest halved before and after it), and a gap the model over-charges is floored at
+    zero, so the cells can sum to more than the step's net time. The excess is taken from
+    that step's time between ops first (where most of the cost falls), then from its ops,
+    in proportion to each."""
+    for k in range(net.size):
+        excess = net[k] - max(target[k], 0.0)
+        if excess <= 0:
+            continue
+        gaps = [c[0] for key, c in acc.items() if key[0] == NOT_IN_OP]
+        ops = [c[0] for key, c in acc.items() if key[0] != NOT_IN_OP]
+        for group in (gaps, ops):
+            total = float(sum(t[k] for t in group))
+            if total <= 0 or excess <= 0:
+                continue
+            take = min(excess, total)
+            for t in group:
+                t[k] *= 1.0 - take / total
+            excess -= take
+        net[k] = max(target[k], 0.0) + max(excess, 0.0)
+
+
+# -- the public face -------------------------------------------------------------------------
+class Profiler:
+    """``with fastbench.profile(model) as prof:`` -- records the block; ``prof.step()`` ends
+    each step, ``prof.region(name)`` names a part of it. After the block, the
+    :class:`~fastbench.profiling.Profile` is ``prof.result``, and ``prof`` answers as it does
+    (``prof.top()``, ``prof.bottlenecks()``, ``print(prof)``).
+
+    Parameters
+    ----------
+    model : torch.nn.Module, optional
+        Names modules by its ``named_modules()``; by default the first module called from
+        outside any module is taken as the model.
+    warmup : int
+        Steps recorded but left out of the figures (the first call's allocations and
+        one-time work).
+    roofline : Roofline, bool or None
+        The ceilings the verdicts are judged against: by default (None or True) a quick
+        calibration for PyTorch's thread count, cached per machine; False for none.
+    trace : bool
+        Keep the timeline for :func:`fastbench.profiling.chrome_trace`.
+    """
+
+    def __init__(self, model: torch.nn.Module | None = None, *, warmup: int = 0,
+                 roofline: Any = None, trace: bool = True, name: str | None = None) -> None:
+        if model is not None and not isinstance(model, torch.nn.Module):
+            raise TypeError(f"model must be a torch.nn.Module or None, got "
+                            f"{type(model).__name__}")
+        if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
+            raise ValueError(f"warmup must be a whole number of steps >= 0, got {warmup!r}")
+        self.model = model
+        self.warmup = warmup
+        self._roofline_arg = roofline
+        self._trace = trace
+        self._name = name or (type(model).__name__ if model is not None else "run")
+        self._events: list[tuple[Any, ...]] = []
+        self._regions: list[str] = []
+        self._infos = _Infos()
+        self._region = _RegionTimer(self._events, self._regions)
+        self._stack: contextlib.ExitStack | None = None
+        self._modules: _ProfiledModules | None = None
+        self._marked = False
+        self.result: Profile | None = None
+        self.unprofiled_step_times: list[float] | None = None
+
+    # -- recording ----------------------------------------------------------------------
+    def __enter__(self) -> Profiler:
+        if self._stack is not None:
+            raise FastbenchError("this profiler is already recording; profilers do not nest")
+        self.overhead = calibrate_overhead()
+        self.result = None
+        self._resume()
+        self._events.append((_START, _clock()))
+        return self
+
+    def _resume(self) -> None:
+        self._modules = self._modules or _ProfiledModules(self.model, self._events)
+        stack = contextlib.ExitStack()
+        stack.enter_context(self._modules.hooked())
+        stack.enter_context(_Recorder(self._modules, self._events, self._infos,
+                                      self._regions))
+        self._stack = stack
+
+    def _pause(self) -> None:
+        if self._stack is not None:
+            self._stack.close()
+            self._stack = None
+
+    def step(self) -> None:
+        """End the current step (call it at the end of each step)."""
+        if self._stack is None:
+            raise FastbenchError("step() is called inside the profiler's `with` block")
+        self._marked = True
+        self._events.append((_STEP, _clock()))
+        if len(self._events) > _MAX_EVENTS:
+            raise FastbenchError(f"the profile holds over {_MAX_EVENTS} events; profile fewer "
+                                 f"steps")
+
+    def region(self, name: str) -> contextlib.AbstractContextManager[None]:
+        """``with prof.region("data loading"):`` names the time spent in the block."""
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"a region's name is a non-empty string, got {name!r}")
+        return self._region(name)
+
+    def __exit__(self, *exc: Any) -> None:
+        end = _clock()
+        self._pause()
+        if exc[0] is not None:
+            return
+        if not self._marked:   # no step() called: the whole block is one step
+            self._events.append((_END, end))
+        self.result = self._finish()
+
+    def _finish(self) -> Profile:
+        cells, net, gross, trace, tail = _build(self._events, self._infos.table, self.overhead,
+                                                self.warmup)
+        warnings = []
+        if net.size == 0:
+            raise FastbenchError(f"no step to report: {self.warmup} warmup steps were asked "
+                                 f"for and only {net.size + self.warmup} recorded")
+        if tail:
+            warnings.append(f"{tail} ops ran after the last step() and are left out: call "
+                            f"step() at the end of each step")
+        overhead_share = (self.overhead.per_op_s * sum(c.calls for c in cells
+                                                       if c.op != NOT_IN_OP)
+                          / max(float(np.sum(net)), 1e-12))
+        if overhead_share > 0.5:
+            warnings.append(f"the profiler's own cost, subtracted, was {overhead_share:.0%} of "
+                            f"the step's time: shares of small ops carry that uncertainty")
+        cells, net, gross, dropped = _drop_disturbed(cells, net, gross)
+        if dropped:
+            warnings.append(f"{dropped} of {net.size + dropped} steps took far longer than the "
+                            f"others (the host was busy) and are left out")
+        meta = {"name": self._name, "threads": torch.get_num_threads(),
+                "torch": torch.__version__, "warmup": self.warmup}
+        unprofiled = (np.asarray(self.unprofiled_step_times, dtype=np.float64)
+                      if self.unprofiled_step_times else None)
+        return Profile(tuple(cells), net, gross, self.overhead, unprofiled,
+                       _roofline(self._roofline_arg), tuple(trace) if self._trace else (),
+                       meta, tuple(warnings))
+
+    # -- answering as the profile ----------------------------------------------------------
+    def _profile(self) -> Profile:
+        if self.result is None:
+            raise FastbenchError("the profile is ready once the `with fastbench.profile(...)` "
+                                 "block has ended")
+        return self.result
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_") or name in ("result", "overhead"):
+            raise AttributeError(name)
+        return getattr(self._profile(), name)
+
+    def __str__(self) -> str:
+        return str(self._profile()) if self.result is not None else \
+            f"<fastbench profiler of {self._name}, recording>"
+
+
+def _drop_disturbed(cells: list[Cell], net: np.ndarray, gross: np.ndarray
+                    ) -> tuple[list[Cell], np.ndarray, np.ndarray, int]:
+    """Leave out steps disturbed by the host: observed more than 10 MADs and 50% above the
+    median step. Sums over steps give the shares, so one step stretched by a preemption
+    would otherwise move every share; steps that merely vary (data-dependent work) stay, as
+    leaving out their long tail would bias the shares. Never more than a tenth of the
+    steps."""
+    if gross.size < 4:
+        return cells, net, gross, 0
+    med = float(np.median(gross))
+    mad = float(np.median(np.abs(gross - med)))
+    limit = med + max(10 * 1.4826 * mad, 0.5 * med)
+    keep = gross <= limit
+    if keep.all() or (~keep).sum() > gross.size // 10:
+        return cells, net, gross, 0
+    kept = [Cell(c.op, c.shapes, c.module, c.region, c.phase, c.times[keep],
+                 int(round(c.calls * keep.sum() / keep.size)), c.flops, c.bytes, c.dtype)
+            for c in cells]
+    return kept, net[keep], gross[keep], int((~keep).sum())
+
+
+def _roofline(arg: Any) -> Any:
+    if arg is False:
+        return None
+    if arg is None or arg is True:
+        from ..roofline import calibrate
+        try:
+            return calibrate(threads=torch.get_num_threads(), quick=True, progress=False)
+        except FastbenchError:
+            return None
+    return arg
+
+
+class _Warm(torch.nn.Module):  # type: ignore[misc]
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.clone()
+
+
+_WARM = _Warm()
+_WARM_INPUT = torch.zeros(1)
+
+
+def _warm_up(events: list[tuple[Any, ...]]) -> None:
+    """One module call with one op through the freshly entered hooks and mode, its events
+    dropped: the first observed call after entering costs tens of µs more than the next
+    (the profiler's paths come back into the caches), which would otherwise land on the
+    step's first module."""
+    n = len(events)
+    with torch.no_grad():
+        _WARM(_WARM_INPUT)
+    del events[n:]
+
+
+def profile_run(fn: Callable[..., Any], args: Sequence[Any] = (),
+                kwargs: Mapping[str, Any] | None = None, *, steps: int = 20, warmup: int = 2,
+                model: torch.nn.Module | None = None, roofline: Any = None,
+                trace: bool = True, name: str | None = None) -> Profile:
+    """Profile ``fn(*args, **kwargs)`` as a step: ``warmup`` calls, then ``steps`` calls
+    profiled alternating with ``steps`` unprofiled ones, so the observer effect is measured
+    under the same conditions as the profile (plus one profiled and one unprofiled call
+    first, dropped)."""
+    if not callable(fn):
+        raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 2:
+        raise ValueError(f"steps must be a whole number >= 2 (the shares' intervals come from "
+                         f"the spread across steps), got {steps!r}")
+    if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
+        raise ValueError(f"warmup must be a whole number >= 0, got {warmup!r}")
+    kwargs = dict(kwargs or {})
+    if model is None:
+        owner = fn if isinstance(fn, torch.nn.Module) else getattr(fn, "__self__", None)
+        model = owner if isinstance(owner, torch.nn.Module) else None
+    label = name or (type(model).__name__ if model is not None
+                     else getattr(fn, "__qualname__", "run"))
+    for _ in range(warmup):
+        fn(*args, **kwargs)
+    # One more profiled step than asked, dropped: the first meets every op's shapes for the
+    # first time (counted then) and the hooks' first calls.
+    prof = Profiler(model, warmup=1, roofline=roofline, trace=trace, name=label)
+    prof.overhead = calibrate_overhead()
+    unprofiled: list[float] = []
+    for i in range(steps + 1):
+        t = _clock()
+        fn(*args, **kwargs)
+        if i:
+            unprofiled.append((_clock() - t) * 1e-9)
+        prof._resume()
+        try:
+            _warm_up(prof._events)
+            prof._events.append((_START, _clock()))
+            fn(*args, **kwargs)
+            prof._events.append((_END, _clock()))
+        finally:
+            prof._pause()
+    prof.unprofiled_step_times = unprofiled
+    return prof._finish()
