@@ -26,7 +26,12 @@ PUBLIC = {
         FastbenchError InstructionComparison Measurement ResultsFileError Timer WorkerError
         __version__ analysis clocks compare compare_instruction_counts compare_measurements
         counters importable kernels load load_any measure memory results roofline save stats
-        timeit""",
+        timeit amdahl profile profiling sample""",
+    "fastbench.profiling": """BOUNDS BYS Bottleneck Bottlenecks Cell FAMILIES NOT_IN_OP OUTSIDE
+        Overhead Profile ProfileChange ProfileDiff ProfileRow ProfileRows Projection TraceEvent
+        amdahl chrome_trace diff_profiles folded_stacks op_family profile ratio_ci
+        write_chrome_trace write_folded MIN_INTERVAL_S SampleProfile SampleRow SampleRows Sampler
+        sample sample_script""",
     "fastbench.analysis": """CONVENTION Cost Count Coverage MemoryEstimate ModelAnalysis
         ModulePlacement ModuleRow Parameters TorchUnavailable UncountedOp analyze dtype_bytes
         format_count formulas layers""",
@@ -48,7 +53,8 @@ PUBLIC = {
     "fastbench.stats": """MIN_RUNS MIN_SAMPLES Outliers RunLevel SampleComparison Summary
         adjust_pvalues as_samples compare_runs compare_samples median_ci median_ratio_ci
         required_samples
-        run_level samples_for_power summarize""",
+        run_level samples_for_power summarize quantile_ci quantile_ci_min_samples
+        wilson_interval""",
     "fastbench.analysis.formulas": """ACTIVATIONS ELEMENTWISE_FLOPS GRID_SAMPLE_MODES INDEX_BYTES
         activation
         adaptive_avg_pool attention attention_parts avg_pool batch_norm bmm conv conv1d conv2d

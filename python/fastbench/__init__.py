@@ -18,13 +18,14 @@ except ImportError as exc:  # pragma: no cover - exercised only on a broken inst
 
 # Each subpackage imports only what is below it, so the order of these lines does not matter
 # (tests/test_layout.py imports every module first in a fresh interpreter).
-from . import analysis, counters, kernels, memory, results, roofline, stats
+from . import analysis, counters, kernels, memory, profiling, results, roofline, stats
 from .timing.clocks import ClockSpec, ClockTable, clocks
 from .comparison import (Comparison, InstructionComparison, compare, compare_instruction_counts,
                          compare_measurements)
 from .counters import CountersUnavailable
 from .errors import ClockUnavailable, FastbenchError
 from .measurement import Measurement
+from .profiling import amdahl, profile, sample
 from .results import ResultsFileError, load, load_any, save
 from .timing import Timer, WorkerError, importable, measure, timeit
 
@@ -41,6 +42,7 @@ __all__ = [
     "Timer",
     "WorkerError",
     "__version__",
+    "amdahl",
     "analysis",
     "clocks",
     "compare",
@@ -53,8 +55,11 @@ __all__ = [
     "load_any",
     "measure",
     "memory",
+    "profile",
+    "profiling",
     "results",
     "roofline",
+    "sample",
     "save",
     "stats",
     "timeit",

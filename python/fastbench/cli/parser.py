@@ -12,6 +12,7 @@ from ..timing import DEFAULT_DURATION_S, DEFAULT_SAMPLE_S
 from .analyze import cmd_analyze
 from .compare import EXIT_SLOWER, cmd_compare
 from .info import cmd_info
+from .profile import cmd_profile
 from .options import (add_clock, add_max_time, add_metric, add_min_time, add_output,
                       add_processes, add_setup, output_path, percent)
 from .roofline import cmd_roofline
@@ -146,6 +147,38 @@ def build_parser() -> argparse.ArgumentParser:
                    help="place each module on this machine's roofline (a quick calibration, cached)")
     add_output(p, "save the analysis to this JSON file")
     p.set_defaults(func=cmd_analyze)
+
+    p = sub.add_parser(
+        "profile", help="where the time goes: a PyTorch model per op/module, or any script",
+        description="MODULE:FACTORY: build the model on cpu and profile --steps calls (each op "
+        "timed, attributed to its module and family, judged on the roofline, the profiler's "
+        "cost subtracted and its observer effect measured). `-- python script.py ARGS`: run "
+        "a script under the sampling profiler (time per function and line, with intervals). "
+        "`diff A.json B.json`: which items changed between two saved profiles.")
+    p.add_argument("target", nargs="?", metavar="MODULE:FACTORY | diff | python",
+                   help="what to profile")
+    p.add_argument("--input-shape", action="append", default=[], metavar="SHAPE",
+                   help="an input's shape, e.g. 1,3,224,224 (repeatable; default: the "
+                   "factory's example_input)")
+    p.add_argument("--input-dtype", action="append", default=[], metavar="DTYPE",
+                   help="torch dtype of each input (default float32; int64 for token ids)")
+    p.add_argument("--batch", type=int, default=None,
+                   help="batch size of the factory's example input (default 1)")
+    p.add_argument("--arg", action="append", default=[], metavar="KEY=VALUE",
+                   help="keyword argument of the factory (repeatable)")
+    p.add_argument("--backward", action="store_true",
+                   help="a step is forward and backward (of the output's sum)")
+    p.add_argument("--steps", type=int, default=20, help="profiled steps (default 20)")
+    p.add_argument("--top", type=int, default=10, help="rows shown with --by (default 10)")
+    p.add_argument("--by", choices=["op", "module", "family", "region"], default=None,
+                   help="show one table (default: the whole report)")
+    p.add_argument("--trace", type=output_path, metavar="FILE",
+                   help="write a Chrome/Perfetto trace (JSON; .gz compresses)")
+    p.add_argument("--folded", type=output_path, metavar="FILE",
+                   help="write folded stacks for flame graphs")
+    add_output(p, "save the profile to this JSON file")
+    p.add_argument("rest", nargs="*", help=argparse.SUPPRESS)
+    p.set_defaults(func=cmd_profile)
 
     p = sub.add_parser(
         "stat", help="count events over a command, like perf stat",

@@ -1,7 +1,7 @@
 """`fastbench tour`: the newcomer's first run. Prints `info`, then times two small workloads
 and a native spin of known duration, compares three variants, calibrates the roofline and
-places two workloads on it, analyses three small models and tracks a region's memory; it
-can write the whole report to a file. The measuring is the library's.
+places two workloads on it, analyses three small models, tracks a region's memory and
+profiles a training step; it can write the whole report to a file. The measuring is the library's.
 """
 
 from __future__ import annotations
@@ -68,6 +68,52 @@ def _tour_analysis(roof: roofline.Roofline, batch: int = 8) -> list[str]:
         del block
     lines.append("- fastbench.memory.track() around allocating and freeing 64 MiB of numpy:")
     lines += ["  " + line for line in m.lines()]
+    return lines
+
+
+def _tour_profile(roof: roofline.Roofline) -> list[str]:
+    """The small transformer block's training step profiled (with torch); else a Python
+    function under the sampling profiler."""
+    if importlib.util.find_spec("torch") is None:
+        from ..profiling.sampler import sample
+
+        data = list(range(20000, 0, -1))
+
+        def sort_part() -> None:
+            sorted(data)
+
+        def sum_part() -> None:
+            sum(data)
+
+        def work() -> None:
+            sort_part()
+            sum_part()
+
+        prof = sample(work, duration_s=1.0)
+        return ["- PyTorch is not installed: the sampling profiler (fastbench.sample) on a "
+                "Python function instead:", *("  " + line for line in prof.top(5).lines())]
+    from ..profiling import profile
+    from ..pytorch import models  # imports torch
+
+    model = models.transformer_block()
+    x = model.example_input(8)[0]
+
+    def step() -> None:
+        model(x).sum().backward()
+        model.zero_grad(set_to_none=True)
+
+    prof = profile(step, steps=10, model=model, roofline=roof, trace=False,
+                   name="transformer block, batch 8, forward + backward")
+    lines: list[str] = prof.lines()[:4]
+    lines += ["- by op family (share of the step ± its 95% interval across steps):"]
+    lines += ["  " + line for line in prof.top(8, "family").lines()]
+    lines += ["- by module:"]
+    lines += ["  " + line for line in prof.top(6, "module").lines()]
+    lines += ["- worth fixing (step time saved at each item's roof; Amdahl for the step):"]
+    lines += ["  " + line for line in prof.bottlenecks(4).lines()]
+    proj = prof.project({"family:matrix multiplication": 2.0})
+    lines += [f"- if matrix multiplication ran 2x faster: step {proj.speedup:.2f}x "
+              f"[{proj.speedup_ci[0]:.2f}, {proj.speedup_ci[1]:.2f}]"]
     return lines
 
 
@@ -152,6 +198,12 @@ def cmd_tour(args: argparse.Namespace) -> int:
     analysed = _tour_analysis(roof)
     out(analysed)
     timed += block + analysed
+    block = ["", "Profile (fastbench.profile: time per op, module and family with intervals, "
+             "on the roofline, the profiler's cost subtracted)"]
+    out(block)
+    profiled = _tour_profile(roof)
+    out(profiled)
+    timed += block + profiled
     if args.output:
         with open(args.output, "w", encoding="utf-8") as fh:
             fh.write("\n".join(lines + timed) + "\n")

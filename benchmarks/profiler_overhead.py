@@ -1,0 +1,163 @@
+"""fastbench.profile against torch.profiler (record_shapes on), side by side on the same model,
+steps alternating with unprofiled ones so machine drift hits all alike: ResNet-18 at batch 1
+and 8, and a GPT-2-small block (768 wide, 12 heads, 128 tokens), inference.
+
+Printed per model: the unprofiled median step; each profiler's observer effect (profiled
+median step / unprofiled median step) and per-op cost in µs; fastbench's attributed step
+(net of its subtracted cost) / unprofiled; the largest difference between the two tools'
+shares of the top-10 ops (torch.profiler's self CPU time, fastbench's op time). Then the
+known-split model: four modules spinning 2, 4, 6 and 8 ms (a custom op on fastbench's native
+spin), each share's distance from the truth.
+
+Targets: fastbench's observer effect <= torch.profiler's; attributed step within 5% of the
+unprofiled step; every known share within 2 points. Needs torch. Run on a quiet machine:
+python benchmarks/profiler_overhead.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+from typing import Any, Callable
+
+os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")   # torch.profiler's toggling warnings
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+from torch.profiler import ProfilerActivity  # noqa: E402
+from torch.profiler import profile as torch_profile  # noqa: E402
+
+import fastbench  # noqa: E402
+from fastbench import _core  # noqa: E402
+from fastbench.profiling import NOT_IN_OP  # noqa: E402
+from fastbench.pytorch import models  # noqa: E402
+
+
+def _median_steps(fn: Callable[[], Any], steps: int) -> float:
+    times = []
+    for _ in range(steps):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def _torch_profiler(fn: Callable[[], Any], steps: int) -> tuple[float, float, dict[str, float]]:
+    """(median unprofiled step, median profiled step, share per op name), the profiled and
+    unprofiled steps alternating. An op's share is its inclusive CPU time (what runs inside
+    it: torch.profiler also records the ops an op calls, where fastbench sees the op
+    reaching the dispatcher whole) over the total self CPU time of all ops."""
+    bare, profiled = [], []
+    shares: dict[str, float] = {}
+    with torch_profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+        for _ in range(steps):
+            prof.toggle_collection_dynamic(False, [ProfilerActivity.CPU])
+            t = time.perf_counter()
+            fn()
+            bare.append(time.perf_counter() - t)
+            prof.toggle_collection_dynamic(True, [ProfilerActivity.CPU])
+            t = time.perf_counter()
+            fn()
+            profiled.append(time.perf_counter() - t)
+    total = 0.0
+    for e in prof.key_averages():
+        if "::" in e.key:
+            shares[e.key] = shares.get(e.key, 0.0) + e.cpu_time_total
+            total += e.self_cpu_time_total
+    return (statistics.median(bare), statistics.median(profiled),
+            {k: v / total for k, v in shares.items()} if total else {})
+
+
+def _compare(name: str, model: torch.nn.Module, inputs: tuple[Any, ...], steps: int) -> None:
+    model.eval()
+    with torch.no_grad():
+        def call() -> None:
+            model(*inputs)
+
+        for _ in range(3):
+            call()
+        p = fastbench.profile(model, *inputs, steps=steps, roofline=False)
+        t_bare, t_prof, t_shares = _torch_profiler(call, steps)
+    ops = sum(c.calls for c in p.cells if c.op != NOT_IN_OP) / p.steps
+    f_bare = float(np.median(p.unprofiled_step_times))
+    f_prof = float(np.median(p.profiled_step_times))
+    # fastbench's op shares among ops only, as torch.profiler's CPU time counts ops only.
+    op_times = {r.name: r.time_s for r in p.rows("op") if r.name != NOT_IN_OP}
+    op_total = sum(op_times.values())
+    f_shares = {k: v / op_total for k, v in op_times.items()}
+    top = sorted(f_shares, key=lambda k: -f_shares[k])[:10]
+    worst = max(abs(f_shares[k] - t_shares.get(k, 0.0)) for k in top)
+    print(f"{name}: {ops:.0f} ops per step, unprofiled {f_bare * 1e3:.2f} ms "
+          f"(torch.profiler's run: {t_bare * 1e3:.2f} ms)")
+    print(f"  observer effect   fastbench {f_prof / f_bare:.3f}x "
+          f"({(f_prof - f_bare) / ops * 1e6:.2f} µs/op)   torch.profiler {t_prof / t_bare:.3f}x "
+          f"({(t_prof - t_bare) / ops * 1e6:.2f} µs/op)")
+    print(f"  attributed step (net of the subtracted cost) / unprofiled: "
+          f"{p.attributed_ratio:.3f}   [target within 5%]")
+    first = ", ".join(f"{k} {100 * f_shares[k]:.1f}/{100 * t_shares.get(k, 0.0):.1f}"
+                      for k in top[:3])
+    print(f"  top-10 op shares (of the time in ops): largest difference from torch.profiler's "
+          f"{100 * worst:.1f} points (fastbench/torch.profiler %: {first})")
+
+
+@torch.library.custom_op("fastbench_bench::spin", mutates_args=())
+def _spin(x: torch.Tensor, ns: float) -> torch.Tensor:
+    _core.spin(ns)
+    return x.clone()
+
+
+@_spin.register_fake
+def _(x: torch.Tensor, ns: float) -> torch.Tensor:
+    return torch.empty_like(x)
+
+
+class _Spinner(torch.nn.Module):
+    def __init__(self, ms: float) -> None:
+        super().__init__()
+        self.ms = ms
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return _spin(x, self.ms * 1e6)
+
+
+def _known_split(steps: int) -> None:
+    ms = (2.0, 4.0, 6.0, 8.0)
+    model = torch.nn.Sequential(*[_Spinner(m) for m in ms])
+    with torch.no_grad():
+        p = fastbench.profile(model, torch.zeros(4), steps=steps, roofline=False)
+    rows = {r.name: r for r in p.rows("module")}
+    worst = 0.0
+    parts = []
+    for i, m in enumerate(ms):
+        truth = m / sum(ms)
+        share = rows[str(i)].share
+        worst = max(worst, abs(share - truth))
+        parts.append(f"{100 * share:.2f}% (truth {100 * truth:.0f}%)")
+    print(f"known split 2/4/6/8 ms: {', '.join(parts)}; largest error {100 * worst:.2f} points "
+          f"[target 2]")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=30, help="profiled steps (default 30)")
+    args = parser.parse_args()
+    torch.manual_seed(0)
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; "
+          f"fastbench's cost per op: ", end="")
+    from fastbench.pytorch.profiler import calibrate_overhead
+    o = calibrate_overhead()
+    print(f"{o.per_op_s * 1e6:.2f} µs (inside the op's window {o.per_op_inside_s * 1e6:.2f}), "
+          f"module hooks {o.per_module_s * 1e6:.2f} µs")
+    for batch in (1, 8):
+        m = models.resnet18()
+        _compare(f"ResNet-18 batch {batch}", m, (torch.randn(batch, 3, 224, 224),), args.steps)
+    block = models.transformer_block(d_model=768, heads=12, seq=128)
+    _compare("GPT-2-small block (768, 12 heads, 128 tokens)", block,
+             (torch.randn(1, 128, 768),), args.steps)
+    _known_split(args.steps)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,70 @@
+"""`fastbench profile`: a model from the zoo, a saved profile and its trace, a diff of two
+saved profiles, a script under the sampling profiler, and the errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import fastbench
+
+
+def run(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, PYTHONIOENCODING="utf-8")
+    return subprocess.run([sys.executable, "-m", "fastbench", *args], capture_output=True,
+                          text=True, timeout=timeout, env=env, check=False)
+
+
+def test_profile_a_zoo_model_saves_it_and_its_trace(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    out, trace = tmp_path / "mlp.json", tmp_path / "mlp.trace.json"
+    r = run("profile", "fastbench.analysis.models:mlp", "--steps", "4", "--by", "module",
+            "--top", "3", "--trace", str(trace), "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    assert "top 3 by module:" in r.stdout and "observer effect" in r.stdout
+    p = fastbench.load(out)
+    assert isinstance(p, fastbench.profiling.Profile) and p.steps >= 3
+    # The mlp's Linear layers are modules of the profile, each doing its addmm.
+    assert any(c.op == "aten::addmm" and c.module.startswith("layers.") for c in p.cells)
+    events = json.loads(trace.read_text())["traceEvents"]
+    assert any(e.get("cat") == "op" and e["name"] == "aten::addmm" for e in events)
+
+
+def test_profile_diff_of_saved_profiles(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    for path in (a, b):
+        r = run("profile", "fastbench.analysis.models:mlp", "--steps", "6", "-o", str(path))
+        assert r.returncode == 0, r.stderr
+    r = run("profile", "diff", str(a), str(b))
+    assert r.returncode == 0, r.stderr
+    assert "items tested" in r.stdout
+
+
+def test_profile_a_script_by_sampling(tmp_path: Path) -> None:
+    script = tmp_path / "work.py"
+    script.write_text("import sys\nfrom fastbench import _core\n"
+                      "def busy():\n    _core.spin(3e8)\n"
+                      "if __name__ == '__main__':\n    assert sys.argv[1:] == ['x']\n    busy()\n")
+    folded = tmp_path / "stacks.txt"
+    r = run("profile", "--folded", str(folded), "--", "python", str(script), "x")
+    assert r.returncode == 0, r.stderr
+    assert "busy" in r.stdout
+    lines = folded.read_text().splitlines()
+    assert lines and all(line.rsplit(" ", 1)[1].isdigit() for line in lines)
+    assert any("busy" in line for line in lines)
+
+
+@pytest.mark.parametrize("args, message", [
+    (("profile",), "give a model"),
+    (("profile", "diff", "only-one.json"), "two saved profiles"),
+])
+def test_profile_errors_are_one_line(args: tuple[str, ...], message: str) -> None:
+    r = run(*args)
+    assert r.returncode != 0
+    assert message in r.stderr and "Traceback" not in r.stderr
