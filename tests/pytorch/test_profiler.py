@@ -349,3 +349,17 @@ def test_errors() -> None:
         prof.step()
     with pytest.raises(fastbench.FastbenchError, match="once the"):
         prof.top()
+
+
+def test_op_rows_by_shapes_split_an_op_by_its_inputs() -> None:
+    a, b = nn.Linear(32, 16), nn.Linear(16, 16)
+    model = nn.Sequential(a, nn.ReLU(), b)
+    with torch.no_grad():
+        p = profile(model, torch.randn(8, 32), steps=3, roofline=False)
+    by_op = {r.name: r for r in p.rows("op")}
+    by_shapes = {r.name: r for r in p.rows("op_shapes") if r.name.startswith("aten::addmm")}
+    # Two Linear layers of different widths: one op, two sets of input shapes.
+    assert len(by_shapes) == 2
+    assert sum(r.time_s for r in by_shapes.values()) == pytest.approx(
+        by_op["aten::addmm"].time_s, rel=1e-9)
+    assert any("(8, 32)" in name for name in by_shapes)

@@ -170,7 +170,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a step is forward and backward (of the output's sum)")
     p.add_argument("--steps", type=int, default=20, help="profiled steps (default 20)")
     p.add_argument("--top", type=int, default=10, help="rows shown with --by (default 10)")
-    p.add_argument("--by", choices=["op", "module", "family", "region"], default=None,
+    p.add_argument("--by", choices=["op", "op_shapes", "module", "family", "region"],
+                   default=None,
                    help="show one table (default: the whole report)")
     p.add_argument("--trace", type=output_path, metavar="FILE",
                    help="write a Chrome/Perfetto trace (JSON; .gz compresses)")

@@ -6,8 +6,10 @@ step's timeline and hands over *cells*, the finest split it timed: one op name a
 shapes, inside one module, one named region and one pass, with the time it took in every
 step (net of the profiler's own cost). Every table is a sum of cells:
 
-- by ``"op"``: op name and input shapes; the time spent outside any op (the Python between
-  ops, the framework's dispatch) is the row ``"(not in an op)"``;
+- by ``"op"``: op name; the time spent outside any op (the Python between ops, the
+  framework's dispatch) is the row ``"(not in an op)"``; by ``"op_shapes"``: op name and
+  input shapes ("aten::addmm (512,), (8, 256), (256, 512)"), as torch.profiler's
+  ``group_by_input_shape``;
 - by ``"module"``: a module's self time (its ops and the time between them, forward and
   backward), named as ``named_modules()`` names it ("" for the model itself, printed
   "(model)"); ``"outside any module"`` holds the rest of the step (the loop's Python, data
@@ -40,7 +42,7 @@ __all__ = ["BOUNDS", "BYS", "Bottleneck", "Bottlenecks", "Cell", "FAMILIES", "NO
            "Overhead", "Profile", "ProfileRow", "ProfileRows", "Projection", "TraceEvent",
            "op_family"]
 
-BYS = ("op", "module", "family", "region")
+BYS = ("op", "op_shapes", "module", "family", "region")
 NOT_IN_OP = "(not in an op)"
 OUTSIDE = "outside any module"
 BOUNDS = ("compute-bound", "memory-bound", "overhead-bound")
@@ -159,6 +161,8 @@ class Cell:
         """The row this cell belongs to in the table ``by``."""
         if by == "op":
             return self.op
+        if by == "op_shapes":
+            return f"{self.op} {self.shapes}" if self.shapes else self.op
         if by == "module":
             return self.module
         if by == "family":
@@ -513,9 +517,9 @@ class Profile(TextLines):
                           bound, fraction, roof)
 
     def rows(self, by: str = "op") -> ProfileRows:
-        """Every row of the table ``by`` ("op", "module", "family", "region"), largest share
-        first. Op rows are split by input shapes only in the trace; here an op's name
-        gathers all its shapes."""
+        """Every row of the table ``by`` ("op", "op_shapes", "module", "family", "region"),
+        largest share first. By "op" an op's name gathers all its input shapes; by
+        "op_shapes" each set of shapes is a row."""
         by = check_choice("by", by, BYS)
         groups = self._groups(by)
         out = []

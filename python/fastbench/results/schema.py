@@ -473,7 +473,7 @@ PROFILE = _record(
 _PAIR = _row(_FINITE, _FINITE)
 
 _PROFILE_CHANGE = _record(
-    {"by": _choice("step", "op", "module", "family", "region"), "name": _text,
+    {"by": _choice("step", "op", "op_shapes", "module", "family", "region"), "name": _text,
      "time_a_s": _FINITE, "time_b_s": _FINITE, "delta_s": _FINITE,
      "delta_ci": _nullable(_PAIR), "ratio": _nullable(_NONNEGATIVE),
      "ratio_ci": _nullable(_row(_NONNEGATIVE, _NONNEGATIVE)), "share_a": _FINITE,
