@@ -61,7 +61,7 @@ def _model_profile(args: argparse.Namespace, target: str) -> Any:
         return profile(model, *inputs, steps=args.steps, name=target)
 
 
-def _script_profile(args: argparse.Namespace, argv: Sequence[str]) -> Any:
+def _script_profile(argv: Sequence[str]) -> Any:
     from ..profiling import sampler
 
     if not argv:
@@ -86,7 +86,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
         result = _diff(argv)
         out(str(result))
     elif mode == "script":
-        result = _script_profile(args, argv)
+        result = _script_profile(argv)
         out(str(result))
         if args.folded:
             with open(args.folded, "w", encoding="utf-8") as f:

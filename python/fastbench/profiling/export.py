@@ -23,6 +23,7 @@ from typing import Any, Union
 import numpy as np
 
 from .._version import __version__
+from ..results.files import new_file_mode
 from .result import NOT_IN_OP, OUTSIDE, Profile, TraceEvent
 
 __all__ = ["PROCESS_ID", "chrome_trace", "folded_stacks", "write_chrome_trace",
@@ -203,18 +204,6 @@ def folded_stacks(profile: Profile) -> str:
     return "".join(line + "\n" for line in lines)
 
 
-def _umask() -> int:
-    """The process's umask without changing it (os.umask would, racily, for all threads):
-    Linux >= 4.7 shows it in /proc; elsewhere the common 022."""
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("Umask:"):
-                return int(line.split()[1], 8)
-    except (OSError, ValueError, IndexError):
-        pass
-    return 0o022
-
-
 def _write(path: PathArg, text: str, what: str) -> Path:
     """Write ``text`` to ``path`` (gzip when it ends in .gz) through a temporary file in the
     same directory; OSError naming the path and what to do when it cannot be written."""
@@ -234,7 +223,7 @@ def _write(path: PathArg, text: str, what: str) -> Path:
                                         dir=target.parent)
         with os.fdopen(fd, "wb") as f:
             f.write(data)
-        os.chmod(tmp_name, 0o666 & ~_umask())   # mkstemp's 0o600 would stay
+        os.chmod(tmp_name, new_file_mode(target))   # mkstemp's 0o600 would stay
         os.replace(tmp_name, target)
     except OSError as exc:
         if tmp_name:

@@ -35,6 +35,7 @@ from numpy.typing import NDArray
 from .._checks import check_choice, check_int
 from ..report.lines import TextLines
 from ..report.table import table
+from ..stats.summary import mean_ci
 from ..units import format_count, format_ns
 from .shares import amdahl, ratio_ci
 
@@ -606,13 +607,8 @@ class Profile(TextLines):
         p_mean = float(np.mean(projected))
         ratio, lo, hi = ratio_ci(self.step_times, projected)
         # The projected mean's interval, from the projected steps' spread.
-        n = self.steps
-        if n >= 2:
-            from scipy import stats as _st
-            half = float(_st.t.ppf(0.975, n - 1) * np.std(projected, ddof=1) / math.sqrt(n))
-            pci = (p_mean - half, p_mean + half)
-        else:
-            pci = (math.nan, math.nan)
+        sd = float(np.std(projected, ddof=1)) if self.steps >= 2 else 0.0
+        pci = mean_ci(p_mean, sd, self.steps, 0.95) or (math.nan, math.nan)
         return Projection(dict(speedups), self.step_time_s, p_mean, pci, ratio, (lo, hi),
                           float(np.sum(matched) / np.sum(self.step_times)))
 

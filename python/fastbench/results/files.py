@@ -92,7 +92,7 @@ def _find_nonfinite(value: Any, where: str) -> str | None:
     return None
 
 
-def _new_file_mode(target: Path) -> int:
+def new_file_mode(target: Path) -> int:
     """Permissions for the result: the target's if it exists, else 0o666 minus the umask.
 
     NamedTemporaryFile creates files with mode 0o600, which os.replace would carry over
@@ -256,7 +256,7 @@ def save(obj: object, path: PathArg) -> None:
         "data": data,
     }
     _remove_stale_temps(real.parent)
-    mode = _new_file_mode(real)
+    mode = new_file_mode(real)
     tmp = tempfile.NamedTemporaryFile(
         "w", encoding="utf-8", delete=False, dir=real.parent,
         prefix=f".{real.name}.", suffix=".tmp",

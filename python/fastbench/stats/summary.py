@@ -167,7 +167,7 @@ class Summary:
         return result
 
 
-def _mean_ci(
+def mean_ci(
     mean: float, stdev: float, n: int, confidence: float
 ) -> tuple[float, float] | None:
     """Student t interval of the mean (Student 1908); None below two samples."""
@@ -361,7 +361,7 @@ def _summarize(x: NDArray[np.float64], confidence: float) -> Summary:
         cv=cv,
         percentiles=percentiles,
         confidence=float(confidence),
-        mean_ci=_mean_ci(mean, stdev, n, confidence),
+        mean_ci=mean_ci(mean, stdev, n, confidence),
         median_ci=med_ci,
         median_ci_method=method,
         mdape=mdape,
