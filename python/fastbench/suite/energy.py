@@ -1,0 +1,977 @@
+"""Energy per call of a function, in joules with a 95% interval: measured from the CPU
+package's RAPL counters where they can be read (powercap sysfs, then the perf ``power``
+PMU), otherwise estimated from the process's CPU time and a per-core power model, and then
+always labelled "estimated" with the reason RAPL could not be read. Never an unlabelled
+number. Nothing here prints; a missing or refused counter is a reason string, not an error.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import math
+import os
+import platform
+import struct
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Mapping, Protocol, Sequence
+
+import numpy as np
+
+from .._checks import check_choice, check_finite, check_int, check_seconds
+from ..stats.summary import mean_ci
+from ..units import format_rel
+
+__all__ = [
+    "DEFAULT_WATTS_PER_CORE",
+    "METHODS",
+    "POLL_S",
+    "CorePowerModel",
+    "Energy",
+    "EnergyMeter",
+    "EnergySource",
+    "energy_delta_uj",
+    "energy_source",
+    "format_joules",
+    "idle_power_w",
+    "measure_energy",
+    "measure_energy_interleaved",
+]
+
+METHODS = ("rapl-powercap", "rapl-perf", "estimated")
+WAYS = ("powercap", "perf")
+
+POWERCAP_ROOT = Path("/sys/class/powercap")
+PERF_POWER_ROOT = Path("/sys/bus/event_source/devices/power")
+PERF_PARANOID = Path("/proc/sys/kernel/perf_event_paranoid")
+
+# How often an open measurement reads a wrapping counter. The powercap counter wraps after
+# max_energy_range_uj: 2^32 energy units, 262 kJ with Intel's usual 61 uJ unit (22 min at
+# 200 W) and 65.5 kJ with the 15.3 uJ unit of AMD Zen and Intel server DRAM domains (3 min
+# at 360 W). Two wraps between two reads cannot be told from one, so reads must come well
+# inside the shortest period: once a second leaves a margin of two orders of magnitude.
+POLL_S = 1.0
+
+# The default power of one busy core, in watts: the package TDP shared over its cores, for
+# current server CPUs (see CorePowerModel).
+DEFAULT_WATTS_PER_CORE = 5.0
+_DEFAULT_MODEL_SOURCE = ("package TDP / cores of server CPUs: EPYC 9654 360 W / 96 = 3.75 W, "
+                         "EPYC 7763 280 W / 64 = 4.4 W, Xeon 8480+ 350 W / 56 = 6.25 W, "
+                         "Xeon 8380 270 W / 40 = 6.75 W; 5 W is their middle")
+
+_JOULE_UNITS = ((1e6, "MJ"), (1e3, "kJ"), (1.0, "J"), (1e-3, "mJ"), (1e-6, "µJ"), (1e-9, "nJ"),
+                 (1e-12, "pJ"))
+
+# The clock and the sleep of this module: tests replace them to drive a synthetic counter.
+_now_s: Callable[[], float] = time.perf_counter
+_sleep_s: Callable[[float], None] = time.sleep
+_cpu_s: Callable[[], float] = time.process_time
+
+
+# --- formatting ------------------------------------------------------------------------
+
+
+def format_joules(joules: float, digits: int = 3) -> str:
+    """Energy in joules with an SI prefix and ``digits`` significant digits.
+
+    Examples: ``format_joules(0.00123) == "1.23 mJ"``, ``format_joules(2.5e-7) ==
+    "250 nJ"``, ``format_joules(1500.0) == "1.50 kJ"``.
+    """
+    if not math.isfinite(joules):
+        return f"{joules} J"
+    if joules == 0:
+        return "0 J"
+    rounded = float(f"{joules:.{digits - 1}e}")  # round first: 999.6 mJ becomes 1.00 J
+    for scale, unit in _JOULE_UNITS:
+        if abs(rounded) >= scale:
+            break
+    value = rounded / scale
+    magnitude = int(math.floor(math.log10(abs(value))))
+    return f"{value:.{max(digits - 1 - magnitude, 0)}f} {unit}"
+
+
+# --- counter arithmetic ----------------------------------------------------------------
+
+
+def energy_delta_uj(before_uj: int, after_uj: int, max_range_uj: int) -> int:
+    """Energy between two reads of a powercap ``energy_uj`` counter, across one wrap.
+
+    The counter shows values from 0 to ``max_energy_range_uj`` inclusive and then starts
+    again from 0. The kernel computes both files with the same conversion
+    (drivers/powercap/intel_rapl_common.c: ``get_max_energy_counter`` is
+    ``rapl_unit_xlate(rd, ENERGY_UNIT, ENERGY_STATUS_MASK, 0)``, the largest value of the
+    32-bit MSR counter in microjoules; Documentation/ABI/testing/sysfs-class-powercap:
+    "max_energy_range_uj: Range of the above energy counter in micro-joules"). So a reading
+    below the previous one means the counter passed its maximum and wrapped once::
+
+        delta = after - before                        if after >= before
+        delta = after - before + max_range_uj + 1     otherwise
+
+    The hardware counter steps by one energy unit (15.3 or 61 uJ), so the true modulus is
+    ``max_range_uj`` plus one unit; ``+ 1`` is the smallest modulus the microjoule values
+    allow, which undercounts by less than one unit per wrap (below the counter's
+    resolution, once every minutes). More than one wrap between two reads cannot be
+    detected: read more often than ``max_range_uj / power`` (see :data:`POLL_S`).
+
+    Parameters
+    ----------
+    before_uj, after_uj : int
+        Two readings of ``energy_uj``, in microjoules, each in [0, ``max_range_uj``].
+    max_range_uj : int
+        The zone's ``max_energy_range_uj``, in microjoules (positive).
+
+    Returns
+    -------
+    int
+        The energy between the readings, in microjoules (>= 0).
+
+    Raises
+    ------
+    TypeError
+        An argument is not an int.
+    ValueError
+        ``max_range_uj`` is not positive, or a reading lies outside [0, ``max_range_uj``].
+    """
+    max_range = check_int("max_range_uj", max_range_uj, 1)
+    before = check_int("before_uj", before_uj, 0, maximum=max_range)
+    after = check_int("after_uj", after_uj, 0, maximum=max_range)
+    if after >= before:
+        return after - before
+    return after - before + max_range + 1
+
+
+# --- readers ---------------------------------------------------------------------------
+
+
+class EnergyReader(Protocol):
+    """A cumulative energy counter: ``read_j()`` gives joules since the reader opened."""
+
+    needs_polling: bool
+
+    def read_j(self) -> float: ...
+
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class _Zone:
+    path: Path
+    name: str
+    max_range_uj: int
+
+
+class _PowercapReader:
+    """Sum of the package zones' ``energy_uj``, unwrapped: every read adds each zone's
+    increase since the previous read, so wraps are handled as long as reads come more
+    often than the wrap period (an open :class:`EnergyMeter` polls every :data:`POLL_S`)."""
+
+    needs_polling = True
+
+    def __init__(self, zones: Sequence[_Zone]) -> None:
+        self._zones = tuple(zones)
+        self._lock = threading.Lock()
+        self._last_uj = [_read_uj(z.path / "energy_uj") for z in self._zones]
+        self._total_uj = 0
+
+    def read_j(self) -> float:
+        with self._lock:  # the poller and the measuring thread both read
+            for i, zone in enumerate(self._zones):
+                now_uj = _read_uj(zone.path / "energy_uj")
+                self._total_uj += energy_delta_uj(self._last_uj[i], now_uj, zone.max_range_uj)
+                self._last_uj[i] = now_uj
+            return self._total_uj * 1e-6
+
+    def close(self) -> None:
+        pass
+
+
+class _PerfReader:
+    """Sum of the perf ``power/energy-pkg/`` counters, one per package. The kernel's RAPL
+    PMU keeps a 64-bit count and folds the MSR's 32-bit wraps in itself
+    (arch/x86/events/rapl.c polls it with an hrtimer), so no polling is needed here."""
+
+    needs_polling = False
+
+    def __init__(self, fds: Sequence[int], scale_j: float) -> None:
+        self._fds = tuple(fds)
+        self._scale_j = scale_j
+        self._start = [_read_count(fd) for fd in self._fds]
+
+    def read_j(self) -> float:
+        counts = [_read_count(fd) - s for fd, s in zip(self._fds, self._start)]
+        return float(sum(counts)) * self._scale_j
+
+    def close(self) -> None:
+        for fd in self._fds:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self._fds = ()
+
+
+def _read_uj(path: Path) -> int:
+    return int(path.read_text(encoding="ascii").strip())
+
+
+def _read_count(fd: int) -> int:
+    data = os.read(fd, 8)
+    if len(data) != 8:
+        raise OSError(errno.EIO, f"short read of a perf counter ({len(data)} bytes)")
+    count: int = struct.unpack("<Q", data)[0]
+    return count
+
+
+# --- powercap --------------------------------------------------------------------------
+
+
+def _open_powercap(root: Path) -> tuple[_PowercapReader | None, tuple[str, ...], str]:
+    """The reader of the package zones under ``root``, their names, or the reason none."""
+    if not root.is_dir():
+        return None, (), (f"no {root} (no RAPL exposed: typical in a VM or container, or "
+                          "the intel_rapl_msr driver is not loaded)")
+    try:
+        candidates = sorted(root.glob("intel-rapl:*"), key=lambda p: p.name)
+    except OSError as exc:
+        return None, (), f"cannot list {root}: {exc.strerror or exc}"
+    zones: list[_Zone] = []
+    for path in candidates:
+        if path.name.count(":") != 1:  # intel-rapl:0:0 and below are subzones
+            continue
+        try:
+            name = (path / "name").read_text(encoding="ascii").strip()
+        except OSError:
+            continue
+        if not name.startswith("package-"):  # psys covers more than the package
+            continue
+        try:
+            max_range = int((path / "max_energy_range_uj").read_text(encoding="ascii"))
+            _read_uj(path / "energy_uj")
+        except PermissionError:
+            return None, (), (
+                f"{path / 'energy_uj'} is readable by root only (Linux restricts it since "
+                "November 2020 against the Platypus attack, CVE-2020-8694): run as root or "
+                "grant read access (chmod o+r, or a udev rule)")
+        except OSError as exc:
+            return None, (), f"cannot read {path}: {exc.strerror or exc}"
+        except ValueError:
+            return None, (), f"{path} holds a counter that is not an integer"
+        if max_range <= 0:
+            return None, (), f"{path}/max_energy_range_uj is {max_range}, not positive"
+        zones.append(_Zone(path, name, max_range))
+    if not zones:
+        return None, (), (f"{root} has no intel-rapl package zone (RAPL is not exposed: "
+                          "typical in a VM)")
+    try:
+        reader = _PowercapReader(zones)
+    except (OSError, ValueError) as exc:
+        return None, (), f"cannot read the package counters: {exc}"
+    return reader, tuple(f"{z.path.name} {z.name}" for z in zones), ""
+
+
+# --- perf ------------------------------------------------------------------------------
+
+
+class _PerfEventAttr(ctypes.Structure):
+    """struct perf_event_attr up to PERF_ATTR_SIZE_VER5 (112 bytes), as in
+    include/uapi/linux/perf_event.h; the bit fields (disabled, inherit, ... ) are one u64
+    ``flags`` here, all zero: enabled at once, nothing excluded (the RAPL PMU refuses
+    exclusions and sampling)."""
+
+    _fields_ = [
+        ("type", ctypes.c_uint32),
+        ("size", ctypes.c_uint32),
+        ("config", ctypes.c_uint64),
+        ("sample_period", ctypes.c_uint64),
+        ("sample_type", ctypes.c_uint64),
+        ("read_format", ctypes.c_uint64),
+        ("flags", ctypes.c_uint64),
+        ("wakeup_events", ctypes.c_uint32),
+        ("bp_type", ctypes.c_uint32),
+        ("config1", ctypes.c_uint64),
+        ("config2", ctypes.c_uint64),
+        ("branch_sample_type", ctypes.c_uint64),
+        ("sample_regs_user", ctypes.c_uint64),
+        ("sample_stack_user", ctypes.c_uint32),
+        ("clockid", ctypes.c_int32),
+        ("sample_regs_intr", ctypes.c_uint64),
+        ("aux_watermark", ctypes.c_uint32),
+        ("sample_max_stack", ctypes.c_uint16),
+        ("reserved_2", ctypes.c_uint16),
+    ]
+
+
+_PERF_ATTR_SIZE_VER5 = 112
+_SYS_PERF_EVENT_OPEN_X86_64 = 298
+_PERF_FLAG_FD_CLOEXEC = 8
+
+
+def _perf_event_open(pmu_type: int, config: int, cpu: int) -> int:
+    """A system-wide counter of (``pmu_type``, ``config``) on ``cpu``: its fd, or OSError."""
+    attr = _PerfEventAttr()
+    attr.type = pmu_type
+    attr.size = _PERF_ATTR_SIZE_VER5
+    attr.config = config
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    fd = int(libc.syscall(ctypes.c_long(_SYS_PERF_EVENT_OPEN_X86_64), ctypes.byref(attr),
+                          ctypes.c_int(-1), ctypes.c_int(cpu), ctypes.c_int(-1),
+                          ctypes.c_ulong(_PERF_FLAG_FD_CLOEXEC)))
+    if fd < 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
+    return fd
+
+
+def _perf_config(root: Path, event: str) -> int:
+    """The ``config`` value of ``event`` ("event=0x02"), placed by the PMU's format files
+    ("config:0-7"); ValueError when a term cannot be placed."""
+    config = 0
+    for term in event.split(","):
+        key, sep, value = term.strip().partition("=")
+        number = int(value, 0) if sep else 1
+        spec = (root / "format" / key).read_text(encoding="ascii").strip() \
+            if (root / "format" / key).is_file() else "config:0-7" if key == "event" else ""
+        field, _, ranges = spec.partition(":")
+        if field != "config" or not ranges:
+            raise ValueError(f"term {term!r} has format {spec!r}, not a config field")
+        shift_in = 0
+        for part in ranges.split(","):
+            low, _, high = part.partition("-")
+            lo = int(low)
+            width = int(high) - lo + 1 if high else 1
+            config |= ((number >> shift_in) & ((1 << width) - 1)) << lo
+            shift_in += width
+    return config
+
+
+def _cpus(text: str) -> list[int]:
+    """CPU numbers of a cpumask list ("0,48" or "0-1")."""
+    cpus: list[int] = []
+    for part in text.strip().split(","):
+        if part:
+            low, _, high = part.partition("-")
+            cpus.extend(range(int(low), int(high or low) + 1))
+    return cpus
+
+
+def _paranoid_text() -> str:
+    try:
+        return f"now {PERF_PARANOID.read_text(encoding='ascii').strip()}"
+    except OSError:
+        return "unknown"
+
+
+def _open_perf(root: Path) -> tuple[_PerfReader | None, tuple[str, ...], str]:
+    """The reader of ``power/energy-pkg/`` on one CPU per package, or the reason none."""
+    if not (root / "type").is_file():
+        return None, (), f"no {root} (no RAPL perf PMU: typical in a VM)"
+    event_file = root / "events" / "energy-pkg"
+    if not event_file.is_file():
+        return None, (), f"the power PMU has no energy-pkg event ({event_file} is absent)"
+    try:
+        pmu_type = int((root / "type").read_text(encoding="ascii"))
+        config = _perf_config(root, event_file.read_text(encoding="ascii").strip())
+        scale_file = root / "events" / "energy-pkg.scale"
+        scale_j = float(scale_file.read_text(encoding="ascii")) if scale_file.is_file() \
+            else 2.0**-32
+        unit_file = root / "events" / "energy-pkg.unit"
+        unit = unit_file.read_text(encoding="ascii").strip() if unit_file.is_file() \
+            else "Joules"
+        cpus = _cpus((root / "cpumask").read_text(encoding="ascii")) \
+            if (root / "cpumask").is_file() else [0]
+    except (OSError, ValueError) as exc:
+        return None, (), f"cannot read the power PMU's description in {root}: {exc}"
+    if unit != "Joules":
+        return None, (), f"energy-pkg counts in {unit!r}, not Joules"
+    if not math.isfinite(scale_j) or scale_j <= 0:
+        return None, (), f"energy-pkg.scale is {scale_j}, not a positive number"
+    if platform.system() != "Linux" or platform.machine() not in ("x86_64", "AMD64"):
+        return None, (), (f"perf_event_open is called here for Linux on x86-64 only, not "
+                          f"{platform.system()} on {platform.machine()}")
+    fds: list[int] = []
+    try:
+        for cpu in cpus or [0]:
+            fds.append(_perf_event_open(pmu_type, config, cpu))
+        reader = _PerfReader(fds, scale_j)
+    except Exception as exc:  # any failure is a reason, never the caller's exception
+        for fd in fds:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        return None, (), _perf_reason(exc)
+    return reader, tuple(f"power/energy-pkg/ cpu{c}" for c in cpus or [0]), ""
+
+
+def _perf_reason(exc: Exception) -> str:
+    if isinstance(exc, OSError) and exc.errno in (errno.EACCES, errno.EPERM):
+        return (f"perf_event_open refused ({errno.errorcode[exc.errno]}): a system-wide power "
+                f"event needs perf_event_paranoid <= 0 ({_paranoid_text()}) or CAP_PERFMON")
+    if isinstance(exc, OSError) and exc.errno is not None:
+        name = errno.errorcode.get(exc.errno, str(exc.errno))
+        return f"perf_event_open failed ({name}: {os.strerror(exc.errno)})"
+    return f"perf_event_open failed: {type(exc).__name__}: {exc}"
+
+
+# --- the source ------------------------------------------------------------------------
+
+
+class EnergySource:
+    """What energy is measured with: a RAPL reader, or nothing and the reasons why.
+
+    Attributes
+    ----------
+    method : str
+        "rapl-powercap", "rapl-perf" or "estimated" (no reader: energy is estimated).
+    zones : tuple of str
+        What is summed ("intel-rapl:0 package-0", "power/energy-pkg/ cpu0"); empty when
+        estimated.
+    reasons : tuple of str
+        One "way: why" entry for each way that was tried and could not be read.
+    """
+
+    def __init__(self, method: str, reader: EnergyReader | None, zones: Sequence[str] = (),
+                 reasons: Sequence[str] = ()) -> None:
+        self.method = check_choice("method", method, METHODS)
+        if (reader is None) != (method == "estimated"):
+            raise ValueError(f"an EnergySource of method {method!r} needs "
+                             f"{'no' if method == 'estimated' else 'a'} reader")
+        self._reader = reader
+        self.zones = tuple(zones)
+        self.reasons = tuple(reasons)
+
+    @property
+    def estimated(self) -> bool:
+        """Whether energy is estimated (no RAPL reader)."""
+        return self._reader is None
+
+    @property
+    def needs_polling(self) -> bool:
+        """Whether the counter wraps and must be read at least every :data:`POLL_S`."""
+        return self._reader is not None and self._reader.needs_polling
+
+    @property
+    def reason(self) -> str:
+        """Why RAPL is not used ("RAPL not readable: powercap: ...; perf: ..."); "" when
+        measured."""
+        if not self.estimated:
+            return ""
+        if not self.reasons:
+            return "RAPL not tried (no way was preferred)"
+        return "RAPL not readable: " + "; ".join(self.reasons)
+
+    def read_j(self) -> float:
+        """Cumulative package energy since the source opened, in joules.
+
+        Raises
+        ------
+        ValueError
+            The source is estimated: there is no counter to read.
+        OSError
+            The counter could not be read.
+        """
+        if self._reader is None:
+            raise ValueError(f"no RAPL counter to read: {self.reason}")
+        return self._reader.read_j()
+
+    def close(self) -> None:
+        """Release the counters (perf file descriptors); reading afterwards is an error."""
+        if self._reader is not None:
+            self._reader.close()
+
+    def __enter__(self) -> EnergySource:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def lines(self) -> list[str]:
+        """Text lines: the method and the zones summed, or the reasons none was read."""
+        if self.estimated:
+            return [f"energy: estimated ({self.reason})"]
+        return [f"energy: {self.method}, sum of " + ", ".join(self.zones)]
+
+    def __repr__(self) -> str:
+        return (f"EnergySource(method={self.method!r}, zones={self.zones!r}, "
+                f"reasons={self.reasons!r})")
+
+
+def energy_source(*, prefer: Sequence[str] = WAYS, powercap_root: Path | str = POWERCAP_ROOT,
+                  perf_root: Path | str = PERF_POWER_ROOT) -> EnergySource:
+    """The first way of reading package energy that works here, in the order ``prefer``.
+
+    Never raises for missing or refused counters: the source is then "estimated" and its
+    ``reasons`` say, for each way tried, why it could not be read (absent in a VM; powercap
+    ``energy_uj`` root-only since the Platypus fix, CVE-2020-8694; perf refused by
+    ``perf_event_paranoid``). Package zones are summed over sockets; DRAM and psys zones are
+    not included.
+
+    Parameters
+    ----------
+    prefer : sequence of str
+        Ways to try, in order: "powercap" (/sys/class/powercap/intel-rapl:N, used by the
+        intel_rapl driver on Intel and AMD) and "perf" (the ``power`` PMU's
+        ``energy-pkg`` event, system-wide). Empty: estimate without trying.
+    powercap_root, perf_root : path
+        Where the powercap class and the perf power PMU live (for tests).
+
+    Returns
+    -------
+    EnergySource
+        Close it (or use it in a ``with``) to release perf file descriptors.
+
+    Raises
+    ------
+    ValueError
+        ``prefer`` names a way other than "powercap" and "perf".
+    """
+    ways = [check_choice("prefer", way, WAYS) for way in prefer]
+    reasons: list[str] = []
+    for way in ways:
+        if way == "powercap":
+            reader: EnergyReader | None
+            reader, zones, why = _open_powercap(Path(powercap_root))
+            method = "rapl-powercap"
+        else:
+            reader, zones, why = _open_perf(Path(perf_root))
+            method = "rapl-perf"
+        if reader is not None:
+            return EnergySource(method, reader, zones, reasons)
+        reasons.append(f"{way}: {why}")
+    return EnergySource("estimated", None, (), reasons)
+
+
+def idle_power_w(source: EnergySource, seconds: float = 0.5) -> float:
+    """Package power while this process sleeps, in watts: the baseline subtracted from a
+    measured region (energy attributable = measured - idle power x elapsed).
+
+    The baseline is the whole package's draw at the moment of measuring it, so what is
+    attributed to a call is the package's increase over idle, which includes load changes
+    of other processes during the call.
+
+    Parameters
+    ----------
+    source : EnergySource
+        A measuring source (not estimated).
+    seconds : float
+        How long to sleep, in seconds; the counter is read every :data:`POLL_S` meanwhile.
+
+    Returns
+    -------
+    float
+        Watts.
+
+    Raises
+    ------
+    ValueError
+        ``source`` is estimated, or ``seconds`` is not positive.
+    """
+    seconds = check_seconds("seconds", seconds)
+    if source.estimated:
+        raise ValueError(f"idle power needs a RAPL counter: {source.reason}")
+    start_j, start_s = source.read_j(), _now_s()
+    end_j, left_s = start_j, seconds
+    while left_s > 0:
+        _sleep_s(min(left_s, POLL_S))
+        left_s -= POLL_S
+        end_j = source.read_j()
+    end_s = _now_s()
+    return (end_j - start_j) / (end_s - start_s) if end_s > start_s else 0.0
+
+
+# --- the estimate ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CorePowerModel:
+    """Energy estimated from CPU time: ``joules = CPU seconds x watts_per_core``.
+
+    The default, 5 W per busy core, is a server package's thermal design power shared over
+    its cores: AMD EPYC 9654 360 W / 96 cores = 3.75 W, EPYC 7763 280 W / 64 = 4.4 W, Intel
+    Xeon Platinum 8480+ 350 W / 56 = 6.25 W, Xeon Platinum 8380 270 W / 40 = 6.75 W. TDP is
+    roughly the sustained draw with every core busy, and it includes each core's share of
+    the uncore (caches, memory controllers, I/O die), so the figure is the package power
+    one busy core is responsible for under full load. Expect it to be off by up to a factor
+    of two: one busy core on an idle chip turbos higher and costs more per second, laptop
+    and desktop cores differ, and vector-heavy code draws more than scalar code.
+
+    The estimate is the dynamic share only: the package's idle power is not included (a
+    measured RAPL figure is net of idle too). CPU time is the process's (all threads,
+    :func:`time.process_time`): threads spinning while they wait count as busy, child
+    processes and accelerators are not counted.
+
+    Attributes
+    ----------
+    watts_per_core : float
+        Power of one busy core, in watts (positive).
+    source : str
+        Where the figure comes from.
+    """
+
+    watts_per_core: float = DEFAULT_WATTS_PER_CORE
+    source: str = _DEFAULT_MODEL_SOURCE
+
+    def __post_init__(self) -> None:
+        watts = check_finite("watts_per_core", self.watts_per_core)
+        if watts <= 0:
+            raise ValueError(f"watts_per_core must be > 0 W, got {self.watts_per_core!r}")
+        object.__setattr__(self, "watts_per_core", watts)
+
+    def joules(self, cpu_s: float) -> float:
+        """Estimated energy of ``cpu_s`` seconds of CPU time, in joules."""
+        return cpu_s * self.watts_per_core
+
+
+# --- the meter -------------------------------------------------------------------------
+
+
+class EnergyMeter:
+    """Energy of a region the caller runs: ``start()``, the work, ``stop()`` -> joules.
+
+    Measured: the package energy between the two calls minus ``idle_w`` x elapsed time.
+    Estimated (no RAPL): the process's CPU time between them x ``watts_per_core``. While a
+    region is open on a wrapping counter, a background thread reads it every
+    :data:`POLL_S`, so a region may last longer than the counter's wrap period.
+
+    Parameters
+    ----------
+    source : EnergySource, optional
+        Default: :func:`energy_source`, closed by :meth:`close`.
+    idle_w : float, optional
+        Idle baseline in watts; default: measured now with :func:`idle_power_w` over
+        ``idle_s`` (measured sources only).
+    idle_s : float
+        Seconds of idle measurement when ``idle_w`` is not given; 0 for no baseline (gross
+        package energy).
+    watts_per_core : float, optional
+        Power of a busy core for the estimate; default :data:`DEFAULT_WATTS_PER_CORE`.
+
+    Attributes
+    ----------
+    source : EnergySource
+    idle_w : float or None
+        The baseline subtracted (None when estimated or when ``idle_s`` is 0).
+    model : CorePowerModel or None
+        The model of the estimate (None when measured).
+    elapsed_s : float
+        Wall time of the last region, in seconds.
+    """
+
+    def __init__(self, source: EnergySource | None = None, *, idle_w: float | None = None,
+                 idle_s: float = 0.5, watts_per_core: float | None = None) -> None:
+        idle_s = _check_nonnegative_s("idle_s", idle_s)
+        self._owns_source = source is None
+        self.source = energy_source() if source is None else source
+        self.model: CorePowerModel | None = None
+        self.idle_w: float | None = None
+        if self.source.estimated:
+            self.model = CorePowerModel() if watts_per_core is None \
+                else CorePowerModel(watts_per_core, "given")
+        elif idle_w is not None:
+            self.idle_w = check_finite("idle_w", idle_w)
+        elif idle_s > 0:
+            self.idle_w = idle_power_w(self.source, idle_s)
+        self.elapsed_s = 0.0
+        self._start: tuple[float, float] | None = None
+        self._stop_poll = threading.Event()
+        self._poller: threading.Thread | None = None
+
+    def start(self) -> None:
+        """Open a region: read the counter (or CPU time) and the clock.
+
+        Raises
+        ------
+        RuntimeError
+            A region is already open.
+        """
+        if self._start is not None:
+            raise RuntimeError("EnergyMeter.start() called twice without stop()")
+        if self.source.needs_polling:
+            self._stop_poll.clear()
+            self._poller = threading.Thread(target=self._poll, name="fastbench-energy-poll",
+                                            daemon=True)
+            self._poller.start()
+        reading = _cpu_s() if self.model is not None else self.source.read_j()
+        self._start = (reading, _now_s())
+
+    def stop(self) -> float:
+        """Close the region: its energy in joules (net of idle, or estimated).
+
+        Raises
+        ------
+        RuntimeError
+            No region is open.
+        """
+        if self._start is None:
+            raise RuntimeError("EnergyMeter.stop() called without start()")
+        end_s = _now_s()
+        reading = _cpu_s() if self.model is not None else self.source.read_j()
+        self._end_poll()
+        start_reading, start_s = self._start
+        self._start = None
+        self.elapsed_s = end_s - start_s
+        if self.model is not None:
+            return self.model.joules(reading - start_reading)
+        return (reading - start_reading) - (self.idle_w or 0.0) * self.elapsed_s
+
+    def close(self) -> None:
+        """End any open region's polling and close the source if this meter opened it."""
+        self._end_poll()
+        self._start = None
+        if self._owns_source:
+            self.source.close()
+
+    def __enter__(self) -> EnergyMeter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _poll(self) -> None:
+        while not self._stop_poll.wait(POLL_S):
+            try:
+                self.source.read_j()
+            except (OSError, ValueError):  # the measuring thread's next read reports it
+                return
+
+    def _end_poll(self) -> None:
+        if self._poller is not None:
+            self._stop_poll.set()
+            self._poller.join()
+            self._poller = None
+
+
+def _check_nonnegative_s(name: str, value: Any) -> float:
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value == 0:
+        return 0.0
+    return check_seconds(name, value)
+
+
+# --- the result ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Energy:
+    """Energy of one call of a function.
+
+    Attributes
+    ----------
+    joules_per_call : float
+        Mean over blocks, in joules: measured net of the idle baseline, or estimated.
+    ci : (float, float) or None
+        95% Student t interval of the mean over blocks, in joules (None below two blocks).
+        For an estimate it covers only the block-to-block variation of CPU time, not the
+        error of the power model.
+    method : str
+        "rapl-powercap", "rapl-perf" or "estimated".
+    estimated : bool
+        True when no RAPL counter was read.
+    reason : str
+        Why RAPL was not read ("" when measured).
+    idle_w : float or None
+        The idle baseline subtracted, in watts (None when estimated or not subtracted).
+    watts_per_core : float or None
+        The power model's watts per busy core (estimate only).
+    blocks : int
+        Blocks measured.
+    calls_per_block : int
+        Calls in each block.
+    """
+
+    joules_per_call: float
+    ci: tuple[float, float] | None
+    method: str
+    estimated: bool
+    reason: str = ""
+    idle_w: float | None = None
+    watts_per_core: float | None = None
+    blocks: int = 0
+    calls_per_block: int = 0
+
+    def __post_init__(self) -> None:
+        check_choice("method", self.method, METHODS)
+        if self.estimated != (self.method == "estimated"):
+            raise ValueError(f"estimated={self.estimated} contradicts method {self.method!r}")
+        if self.estimated and not self.reason:
+            raise ValueError("an estimated Energy needs the reason RAPL was not read")
+
+    def text(self, *, reason: bool = True) -> str:
+        """One line: "1.23 mJ ± 4%", and for an estimate "(estimated: <reason>)" (or
+        "(estimated)" alone with ``reason=False``, for a table that states it once)."""
+        text = format_joules(self.joules_per_call)
+        if self.ci is not None and self.joules_per_call != 0:
+            half = (self.ci[1] - self.ci[0]) / 2.0
+            text += f" ± {format_rel(half / abs(self.joules_per_call))}"
+        if self.estimated:
+            text += f" (estimated: {self.reason})" if reason else " (estimated)"
+        return text
+
+    def lines(self) -> list[str]:
+        """Text lines: the figure, then how it was obtained."""
+        out = [f"energy per call: {self.text()}"]
+        if self.ci is not None:
+            out.append(f"  95% CI [{format_joules(self.ci[0])}, {format_joules(self.ci[1])}]"
+                       f" over {self.blocks} blocks of {self.calls_per_block} calls")
+        if self.estimated:
+            out.append(f"  model: {self.watts_per_core:g} W per busy core x process CPU "
+                       "time (dynamic power only; the interval excludes the model's error)")
+        else:
+            idle = "none" if self.idle_w is None else f"{self.idle_w:.3g} W subtracted"
+            out.append(f"  measured: {self.method}, package energy; idle baseline: {idle}")
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready data."""
+        return {"joules_per_call": self.joules_per_call,
+                "ci": None if self.ci is None else [self.ci[0], self.ci[1]],
+                "method": self.method, "estimated": self.estimated, "reason": self.reason,
+                "idle_w": self.idle_w, "watts_per_core": self.watts_per_core,
+                "blocks": self.blocks, "calls_per_block": self.calls_per_block}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Energy:
+        """Rebuild from :meth:`to_dict` output; KeyError names a missing key."""
+        ci = d["ci"]
+        idle = d.get("idle_w")
+        wpc = d.get("watts_per_core")
+        return cls(float(d["joules_per_call"]),
+                   None if ci is None else (float(ci[0]), float(ci[1])),
+                   str(d["method"]), bool(d["estimated"]), str(d.get("reason", "")),
+                   None if idle is None else float(idle), None if wpc is None else float(wpc),
+                   int(d.get("blocks", 0)), int(d.get("calls_per_block", 0)))
+
+
+# --- measuring -------------------------------------------------------------------------
+
+
+def measure_energy(fn: Callable[[], object], *, blocks: int = 10, min_block_s: float = 0.05,
+                   idle_s: float = 0.5, watts_per_core: float | None = None,
+                   source: EnergySource | None = None, max_time_s: float = 60.0) -> Energy:
+    """Energy of one call of ``fn``, with a 95% interval over blocks of calls.
+
+    Calls per block are calibrated so a block lasts at least ``min_block_s`` (RAPL updates
+    about every millisecond and steps by 15 to 61 uJ, so a block must hold many updates).
+    Each block reads the energy counter (or, estimated, the process CPU time) before and
+    after its calls; the per-call values of the blocks give the mean and a Student t
+    interval. Measured blocks are net of the idle baseline (see :func:`idle_power_w`).
+
+    Parameters
+    ----------
+    fn : callable
+        Called with no arguments.
+    blocks : int
+        Blocks to measure (>= 2); fewer when ``max_time_s`` would be exceeded (never fewer
+        than 2).
+    min_block_s : float
+        Shortest block, in seconds.
+    idle_s : float
+        Seconds of idle baseline measurement; 0 to report gross package energy.
+    watts_per_core : float, optional
+        Power of a busy core for the estimate (default :data:`DEFAULT_WATTS_PER_CORE`);
+        ignored when RAPL is read.
+    source : EnergySource, optional
+        Default: :func:`energy_source` (opened and closed here).
+    max_time_s : float
+        Time budget for the blocks, in seconds.
+
+    Returns
+    -------
+    Energy
+
+    Raises
+    ------
+    TypeError, ValueError
+        An argument is out of range.
+    """
+    if not callable(fn):
+        raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+    return measure_energy_interleaved({"fn": fn}, blocks=blocks, min_block_s=min_block_s,
+                                      idle_s=idle_s, watts_per_core=watts_per_core,
+                                      source=source, max_time_s=max_time_s)["fn"]
+
+
+def measure_energy_interleaved(
+    fns: Mapping[str, Callable[[], object]], *, blocks: int = 10, min_block_s: float = 0.05,
+    idle_s: float = 0.5, watts_per_core: float | None = None,
+    source: EnergySource | None = None, max_time_s: float = 60.0,
+) -> dict[str, Energy]:
+    """Energy of one call of each function, their blocks interleaved.
+
+    As :func:`measure_energy`, with one source and one idle baseline for all: each round
+    runs one block of every function, starting one function later each round, so a drift
+    of the package's power (temperature, other processes) reaches every function alike.
+
+    Parameters
+    ----------
+    fns : mapping of str to callable
+        Functions by name, each called with no arguments.
+    blocks, min_block_s, idle_s, watts_per_core, source
+        As for :func:`measure_energy`; ``blocks`` is the number of rounds.
+    max_time_s : float
+        Time budget for all the rounds, in seconds.
+
+    Returns
+    -------
+    dict of str to Energy
+        In the order of ``fns``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        An argument is out of range, ``fns`` is empty or holds something not callable.
+    """
+    if not fns:
+        raise ValueError("fns must name at least one function, got an empty mapping")
+    for name, fn in fns.items():
+        if not callable(fn):
+            raise TypeError(f"fns[{name!r}] must be callable, got {type(fn).__name__}")
+    blocks = check_int("blocks", blocks, 2)
+    min_block_s = check_seconds("min_block_s", min_block_s)
+    max_time_s = check_seconds("max_time_s", max_time_s)
+    if watts_per_core is not None:
+        CorePowerModel(watts_per_core)  # checks it before any measuring
+    names = list(fns)
+    with EnergyMeter(source, idle_s=idle_s, watts_per_core=watts_per_core) as meter:
+        calls = {n: _calibrate(fns[n], min_block_s) for n in names}
+        per_call_j: dict[str, list[float]] = {n: [] for n in names}
+        spent_s = 0.0
+        for done in range(1, blocks + 1):
+            order = names[(done - 1) % len(names):] + names[:(done - 1) % len(names)]
+            for n in order:
+                fn, k = fns[n], calls[n]
+                meter.start()
+                for _ in range(k):
+                    fn()
+                per_call_j[n].append(meter.stop() / k)
+                spent_s += meter.elapsed_s
+            if done >= 2 and spent_s / done * (done + 1) > max_time_s:
+                break
+        src = meter.source
+        wpc = None if meter.model is None else meter.model.watts_per_core
+        out: dict[str, Energy] = {}
+        for n in names:
+            values = np.asarray(per_call_j[n], dtype=np.float64)
+            mean = float(values.mean())
+            ci = mean_ci(mean, float(values.std(ddof=1)), len(values), 0.95)
+            out[n] = Energy(mean, ci, src.method, src.estimated, src.reason, meter.idle_w, wpc,
+                            len(values), calls[n])
+        return out
+
+
+def _calibrate(fn: Callable[[], object], min_block_s: float) -> int:
+    """Calls that take at least ``min_block_s`` (the calls made here also warm ``fn`` up)."""
+    calls = 1
+    while True:
+        start_s = _now_s()
+        for _ in range(calls):
+            fn()
+        elapsed_s = _now_s() - start_s
+        if elapsed_s >= min_block_s:
+            return calls
+        # Aim 20% past the target from the rate seen, growing at least 2x and at most 100x.
+        wanted = calls * 1.2 * min_block_s / elapsed_s if elapsed_s > 0 else calls * 100
+        calls = int(min(max(math.ceil(wanted), 2 * calls), 100 * calls))
