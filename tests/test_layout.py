@@ -26,7 +26,14 @@ PUBLIC = {
         FastbenchError InstructionComparison Measurement ResultsFileError Timer WorkerError
         __version__ analysis clocks compare compare_instruction_counts compare_measurements
         counters importable kernels load load_any measure memory results roofline save stats
-        timeit amdahl profile profiling sample""",
+        timeit amdahl profile profiling sample suite""",
+    "fastbench.suite": """DEFAULT_WATTS_PER_CORE KINDS OBJECTIVES BatchSweep CorePowerModel Energy
+        EnergyMeter EnergySource Latency MemoryFigures MetricValue Normalized OfflineResult
+        ParameterSweep PowerLawFit RateSearch ServerResult SingleStreamResult Speedup
+        SuiteResult ThreadSweep Throughput UnfairComparison VariantRecord batch_sweep
+        dominated_by early_stopping early_stopping_min_queries efficiency_score energy_source
+        knee max_server_rate measure_energy offline parameter_sweep pareto_front power_law_fit
+        run server single_stream thread_sweep""",
     "fastbench.profiling": """BOUNDS BYS Bottleneck Bottlenecks Cell FAMILIES NOT_IN_OP OUTSIDE
         Overhead Profile ProfileChange ProfileDiff ProfileRow ProfileRows Projection TraceEvent
         amdahl chrome_trace diff_profiles folded_stacks op_family profile ratio_ci

@@ -18,7 +18,7 @@ except ImportError as exc:  # pragma: no cover - exercised only on a broken inst
 
 # Each subpackage imports only what is below it, so the order of these lines does not matter
 # (tests/test_layout.py imports every module first in a fresh interpreter).
-from . import analysis, counters, kernels, memory, profiling, results, roofline, stats
+from . import analysis, counters, kernels, memory, profiling, results, roofline, stats, suite
 from .timing.clocks import ClockSpec, ClockTable, clocks
 from .comparison import (Comparison, InstructionComparison, compare, compare_instruction_counts,
                          compare_measurements)
@@ -62,5 +62,6 @@ __all__ = [
     "sample",
     "save",
     "stats",
+    "suite",
     "timeit",
 ]

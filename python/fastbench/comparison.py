@@ -216,7 +216,7 @@ def _check_judgement(alpha: float, min_effect: float, correction: str) -> None:
         raise ValueError(f"min_effect must be in [0, 1), got {min_effect!r}")
 
 
-def _judge(
+def judge(
     baseline: str,
     samples: Mapping[str, Any],
     paired: bool,
@@ -224,7 +224,8 @@ def _judge(
     min_effect: float,
     correction: str,
 ) -> dict[str, SampleComparison]:
-    """Compare each candidate's samples with the baseline's, then correct the p-values."""
+    """Compare each candidate's samples with the baseline's, then correct the p-values
+    (``correction`` across the candidates); the suite judges its rounds with it too."""
     _check_judgement(alpha, min_effect, correction)
     results = {
         name: compare_samples(samples[baseline], s, paired=paired, alpha=alpha,
@@ -423,7 +424,7 @@ def compare(
     return Comparison(
         baseline=baseline,
         measurements=measurements,
-        results=_judge(baseline, samples, True, alpha, min_effect, correction),
+        results=judge(baseline, samples, True, alpha, min_effect, correction),
         paired=True,
         correction=correction,
         rounds=len(samples[baseline]),

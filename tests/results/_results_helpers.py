@@ -215,6 +215,28 @@ def _sample_profile() -> Any:
     return sample(_core.spin, 2e5, duration_s=0.05, interval_s=0.002)
 
 
+def _suite() -> Any:
+    import numpy as np
+
+    from fastbench import _core
+    from fastbench.suite import run
+
+    spins = {"base": _core.make_spin(50e3), "fast": _core.make_spin(25e3)}
+    labels = np.array([0, 1, 2, 1, 0, 2, 1, 1])
+
+    def classifier(spin: Any, wrong: int) -> Callable[[Any], Any]:
+        def predict(x: Any) -> Any:
+            spin()
+            y = labels[: x.shape[0]].copy()
+            y[:wrong] = (y[:wrong] + 1) % 3
+            return np.eye(3)[y]
+        return predict
+
+    return run({"base": classifier(spins["base"], 1), "fast": classifier(spins["fast"], 2)},
+               np.zeros((8, 2)), baseline="base", eval_data=(np.zeros((8, 2)), labels),
+               rounds=12, duration_s=0.0, warmup=1, memory=False)
+
+
 # kind -> (builder, class name the loaded object must have)
 BUILDERS: dict[str, tuple[Callable[[], Any], str]] = {
     "measurement": (measurement_of_kinds, "Measurement"),
@@ -231,4 +253,5 @@ BUILDERS: dict[str, tuple[Callable[[], Any], str]] = {
     "profile": (_profile, "Profile"),
     "profile_diff": (_profile_diff, "ProfileDiff"),
     "sample_profile": (_sample_profile, "SampleProfile"),
+    "suite": (_suite, "SuiteResult"),
 }

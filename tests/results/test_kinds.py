@@ -243,6 +243,7 @@ def test_kind_lists_are_builtin_first(monkeypatch: pytest.MonkeyPatch, tmp_path:
                                         r"'profile' \(Profile\); "
                                         r"'profile_diff' \(ProfileDiff\); "
                                         r"'sample_profile' \(SampleProfile\); "
+                                        r"'suite' \(SuiteResult\); "
                                         r"'other' \(_Other\)$"):
         fastbench.save(42, tmp_path / "x.json")
 

@@ -150,6 +150,8 @@ _IMPOSSIBLE: dict[str, tuple[Any, str]] = {
                      "data['changes'][0]['p_adjusted'] must be a number in [0, 1], got 1.5"),
     "sample_profile": (lambda d: d.update(interval_s=0.0),
                        "data['interval_s'] must be a positive finite number, got 0.0"),
+    "suite": (lambda d: d.update(baseline="nobody"),
+              "data['baseline'] must name one of the variants (base, fast), got 'nobody'"),
 }
 
 

@@ -17,6 +17,7 @@ from .options import (add_clock, add_max_time, add_metric, add_min_time, add_out
                       add_processes, add_setup, output_path, percent)
 from .roofline import cmd_roofline
 from .stat import cmd_stat
+from .suite import cmd_suite
 from .timeit import cmd_timeit
 from .tour import cmd_tour
 from .variation import VARIATION_PROCESSES, cmd_variation
@@ -180,6 +181,38 @@ def build_parser() -> argparse.ArgumentParser:
     add_output(p, "save the profile to this JSON file")
     p.add_argument("rest", nargs="*", help=argparse.SUPPRESS)
     p.set_defaults(func=cmd_profile)
+
+    p = sub.add_parser(
+        "suite", help="variants of one model: latency, throughput, accuracy, memory, energy",
+        description="FILE.py:VARIANTS names a factory returning a dict with 'variants' (name -> "
+        "callable or nn.Module) and 'inputs', optionally 'baseline', 'eval_data', 'metric', "
+        "'batch_sizes', 'allow'. The variants are timed interleaved; each is reported with "
+        "latency percentiles, throughput, its metric, memory, energy and a speedup verdict, "
+        "then the Pareto front.")
+    p.add_argument("target", metavar="FILE.py:VARIANTS", help="the factory of the suite")
+    p.add_argument("--batch", metavar="B1,B2,...", help="batch sizes, e.g. 1,8,32")
+    p.add_argument("--metric", metavar="MODULE:FUNCTION",
+                   help="metric(variant, eval_data) -> float or per-example scores")
+    p.add_argument("--baseline", help="the baseline variant (default: the factory's, else "
+                   "'baseline')")
+    p.add_argument("--threads", type=int, help="torch intra-op threads for the run")
+    p.add_argument("--rounds", type=int, help="interleaved rounds per batch size (default 100)")
+    p.add_argument("--duration", dest="duration_s", type=float,
+                   help="timed seconds per variant and batch size, at least (default 1)")
+    p.add_argument("--max-time", dest="max_time_s", type=float,
+                   help="budget of the timed rounds in seconds (default 120)")
+    p.add_argument("--pareto", default="latency,accuracy", metavar="OBJ1,OBJ2[,...]",
+                   help="objectives of the Pareto front (default latency,accuracy; also "
+                   "p99, throughput, memory, size, energy, flops, params, speedup)")
+    p.add_argument("--no-energy", action="store_true", help="skip the energy measurement")
+    p.add_argument("--no-memory", action="store_true", help="skip the memory tracking")
+    p.add_argument("--arg", action="append", default=[], metavar="KEY=VALUE",
+                   help="keyword argument of the factory (repeatable)")
+    p.add_argument("--plot", type=output_path, metavar="FILE.png",
+                   help="draw the figures: FILE-latency.png, FILE-pareto.png and, with several "
+                   "batch sizes, FILE-throughput.png (needs matplotlib)")
+    add_output(p, "save the suite to this JSON file")
+    p.set_defaults(func=cmd_suite)
 
     p = sub.add_parser(
         "stat", help="count events over a command, like perf stat",

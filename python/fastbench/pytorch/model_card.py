@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import copy
 from dataclasses import dataclass, fields
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import torch
 
@@ -31,6 +31,7 @@ from ..timing import DEFAULT_DURATION_S, measure, run_config
 from ..units import format_bytes, format_count, format_ns, format_rel
 from .analyzer import analyze
 from .dispatch import tensors
+from .suite_support import intra_op_threads
 
 __all__ = ["OPTIMIZERS", "LatencyFigure", "ModelCard", "TrainingMemory", "profile_model"]
 
@@ -539,19 +540,6 @@ def _check_optimizer(optimizer: Any, model: torch.nn.Module) -> str | torch.opti
 
 
 # -- running ----------------------------------------------------------------------------------
-@contextlib.contextmanager
-def _intra_op_threads(threads: int | None) -> Iterator[int]:
-    """torch's intra-op threads set to ``threads`` (None: as they are), restored after."""
-    before = torch.get_num_threads()
-    if threads is not None and threads != before:
-        torch.set_num_threads(threads)
-    try:
-        yield torch.get_num_threads()
-    finally:
-        if torch.get_num_threads() != before:
-            torch.set_num_threads(before)
-
-
 def _roots(output: Any) -> list[torch.Tensor]:
     """The outputs a backward starts from, as the analyzer takes them."""
     return [t for t in tensors(output)
@@ -765,7 +753,7 @@ def profile_model(model: Any, example_input: Any, backward: bool = False,
         notes.append("the training steps ran on a deep copy of the model"
                      + (" and its optimizer" if target_opt is not None else "")
                      + ": its weights, gradients and optimizer state are as they were")
-    with _intra_op_threads(threads) as ran_on:
+    with intra_op_threads(threads) as ran_on:
         _probe(target, args, kwargs, backward, described)
         analysis = analyze(target, *args, backward=backward, grad_mode="grad", kwargs=kwargs)
         step = _step(target, args, kwargs, backward, target_opt if backward else None, device)

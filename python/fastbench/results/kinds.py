@@ -36,6 +36,7 @@ BUILTIN_KINDS: Mapping[str, str] = {
     "profile": "fastbench.profiling:Profile",
     "profile_diff": "fastbench.profiling.diff:ProfileDiff",
     "sample_profile": "fastbench.profiling:SampleProfile",
+    "suite": "fastbench.suite:SuiteResult",
 }
 # Kinds whose object is a collection of the table's class rather than one instance.
 _COLLECTIONS = frozenset({"measurements"})

@@ -500,6 +500,49 @@ SAMPLE_PROFILE = _record(
      "records": _items(_row(_COUNT_INT, _COUNT_INT, _COUNT_INT))},
 )
 
+# A benchmark suite: one record per variant (figures at the first batch size, and per batch
+# size where they are per batch); an energy record says how it was had ("estimated" or not).
+_NULL_PAIR = _nullable(_PAIR)
+_LATENCY = _record(
+    {"batch": _POSITIVE_INT, "samples_s": numbers(0.0, min_len=1), "median_s": _NONNEGATIVE,
+     "median_ci": _NULL_PAIR, "percentiles": _mapping(_row(_NONNEGATIVE, _NULL_PAIR))},
+)
+_THROUGHPUT = _record({"batch": _POSITIVE_INT, "samples_per_s": _NONNEGATIVE, "ci": _NULL_PAIR})
+_SPEEDUP = _record({"value": _POSITIVE, "ci": _NULL_PAIR, "verdict": _text},
+                   {"p_value": _nullable(_P_VALUE)})
+_METRIC = _record({"name": _text, "value": _FINITE},
+                  {"ci": _NULL_PAIR, "examples": _nullable(_POSITIVE_INT),
+                   "delta": _nullable(_FINITE), "delta_ci": _NULL_PAIR})
+_ENERGY = _record({"joules_per_call": _FINITE, "method": _text, "estimated": _flag},
+                  {"ci": _NULL_PAIR, "reason": _text})
+_NULL_COUNT = _nullable(_COUNT_INT)
+_VARIANT = _record(
+    {"name": _text, "kind": _choice("module", "callable"), "latency": _LATENCY,
+     "latency_by_batch": _mapping(_LATENCY, min_len=1), "throughput": _mapping(_THROUGHPUT),
+     "speedup": _SPEEDUP, "speedup_by_batch": _mapping(_SPEEDUP)},
+    {"metric": _nullable(_METRIC), "energy": _nullable(_ENERGY),
+     "memory": _record({}, {"peak_increase_bytes": _nullable(_FINITE),
+                            "param_bytes": _NULL_COUNT, "buffer_bytes": _NULL_COUNT,
+                            "serialized_bytes": _NULL_COUNT, "method": _text}),
+     "flops": _NULL_COUNT, "macs": _NULL_COUNT, "params": _NULL_COUNT, "notes": _TEXTS},
+)
+
+
+def _baseline_known(data: dict[str, Any], where: str) -> None:
+    names = [v["name"] for v in data["variants"]]
+    if data["baseline"] not in names:
+        raise ValueError(f"{child(where, 'baseline')} must name one of the variants "
+                         f"({', '.join(names)}), got {shown(data['baseline'])}")
+
+
+SUITE = _record(
+    {"version": _POSITIVE_INT, "baseline": _text, "batch_sizes": _items(_POSITIVE_INT, min_len=1),
+     "variants": _items(_VARIANT, min_len=1, noun="variant")},
+    {"efficiency": _mapping(_nullable(_FINITE)), "settings": _any_object,
+     "allowed": _mapping(_TEXTS), "warnings": _TEXTS, "score_name": _text},
+    then=_baseline_known,
+)
+
 # The built-in kinds of :data:`.kinds.BUILTIN_KINDS`; a registered kind's from_data checks
 # its own data.
 _KINDS: dict[str, Check] = {
@@ -515,6 +558,7 @@ _KINDS: dict[str, Check] = {
     "profile": PROFILE,
     "profile_diff": PROFILE_DIFF,
     "sample_profile": SAMPLE_PROFILE,
+    "suite": SUITE,
 }
 
 

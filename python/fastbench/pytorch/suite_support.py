@@ -1,0 +1,124 @@
+"""What the benchmark suite (:mod:`fastbench.suite`) and the model card need to know of a
+PyTorch model beside its analysis: the bytes of its parameters and buffers and of its saved
+``state_dict``, its weights' dtypes and devices, its FLOPs and MACs (the analyzer's), torch's
+intra-op threads, and the inference mode a module's calls run under. Imports torch; the suite
+reaches it only when torch is in use.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Mapping
+
+import torch
+
+from .analyzer import analyze
+
+__all__ = ["ModuleFacts", "inference", "intra_op_threads", "is_module", "module_facts",
+           "set_threads", "threads_now", "weights"]
+
+
+@dataclass(frozen=True)
+class ModuleFacts:
+    """Sizes and counts of one module (None where they could not be had, with the reason in
+    ``notes``)."""
+
+    param_bytes: int
+    buffer_bytes: int
+    params: int
+    serialized_bytes: int | None
+    flops: int | None
+    macs: int | None
+    notes: tuple[str, ...]
+
+
+def is_module(obj: object) -> bool:
+    """Whether ``obj`` is a ``torch.nn.Module``."""
+    return isinstance(obj, torch.nn.Module)
+
+
+def weights(module: Any) -> list[tuple[str, str]]:
+    """(dtype, device) of every parameter and floating buffer of ``module``; a dynamically
+    quantized layer's packed weights are not parameters and do not show here."""
+    out = [(str(p.dtype).removeprefix("torch."), str(p.device)) for p in module.parameters()]
+    out += [(str(b.dtype).removeprefix("torch."), str(b.device)) for b in module.buffers()
+            if b.is_floating_point()]
+    return out
+
+
+def _nbytes(tensors: Iterator[torch.Tensor]) -> int:
+    seen: set[int] = set()
+    total = 0
+    for t in tensors:
+        if id(t) in seen:  # tied weights count once
+            continue
+        seen.add(id(t))
+        total += t.numel() * t.element_size()
+    return total
+
+
+def module_facts(module: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any], *,
+                 count_flops: bool = True) -> ModuleFacts:
+    """Bytes of parameters and buffers, the size of ``torch.save(module.state_dict())``
+    (what a deployment ships; packed quantized weights included) and, with ``count_flops``,
+    the analyzer's FLOPs and MACs of one forward on these arguments."""
+    notes: list[str] = []
+    param_bytes = _nbytes(iter(module.parameters()))
+    buffer_bytes = _nbytes(iter(module.buffers()))
+    params = sum(p.numel() for p in {id(p): p for p in module.parameters()}.values())
+    serialized: int | None
+    try:
+        buffer = io.BytesIO()
+        torch.save(module.state_dict(), buffer)
+        serialized = buffer.tell()
+    except Exception as e:  # noqa: BLE001 - a size we cannot have is a note, not a failure
+        serialized = None
+        notes.append(f"serialized size unknown: torch.save failed ({type(e).__name__}: {e})")
+    flops: int | None = None
+    macs: int | None = None
+    if not count_flops:
+        return ModuleFacts(param_bytes, buffer_bytes, params, serialized, None, None, tuple(notes))
+    try:
+        with torch.no_grad():
+            analysis = analyze(module, *args, grad_mode="no_grad", kwargs=dict(kwargs))
+        flops, macs = int(analysis.flops), int(analysis.macs)
+        if not analysis.complete:
+            names = sorted({f"aten.{u.name}" for u in analysis.coverage.uncounted if u.floating})
+            notes.append(f"FLOPs are a floor: ops without a formula: {', '.join(names[:5])}"
+                         + (" ..." if len(names) > 5 else ""))
+    except Exception as e:  # noqa: BLE001 - the analyzer's limits become a note
+        notes.append(f"FLOPs not counted: the analyzer failed ({type(e).__name__}: {e})")
+    return ModuleFacts(param_bytes, buffer_bytes, params, serialized, flops, macs, tuple(notes))
+
+
+def threads_now() -> int:
+    """torch's intra-op threads now."""
+    return int(torch.get_num_threads())
+
+
+def set_threads(n: int) -> None:
+    """Set torch's intra-op threads."""
+    torch.set_num_threads(n)
+
+
+@contextlib.contextmanager
+def intra_op_threads(threads: int | None) -> Iterator[int]:
+    """torch's intra-op threads set to ``threads`` (None: as they are), restored after."""
+    before = torch.get_num_threads()
+    if threads is not None and threads != before:
+        torch.set_num_threads(threads)
+    try:
+        yield torch.get_num_threads()
+    finally:
+        if torch.get_num_threads() != before:
+            torch.set_num_threads(before)
+
+
+def inference(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` wrapped to run under ``torch.no_grad()``: a module's inference call."""
+    def call(*args: Any, **kwargs: Any) -> Any:
+        with torch.no_grad():
+            return fn(*args, **kwargs)
+    return call

@@ -1,0 +1,662 @@
+"""The records of a benchmark suite: per variant its latency (median and percentiles with
+order-statistic intervals), throughput per batch size, metric with its bootstrap interval and
+paired delta to the baseline, memory, energy, FLOPs, and speedup with the paired verdict;
+:class:`SuiteResult` holds them all, derives the normalized metrics (compression, memory
+reduction, energy ratio, efficiency score), Pareto fronts and knees, prints the table and
+draws the figures. Nothing here measures: :mod:`.run` does.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from ..report.lines import TextLines
+from ..report.table import table
+from ..stats import SampleComparison
+from ..units import format_bytes, format_count, format_ns
+from .energy import Energy
+from .pareto import dominated_by, knee, pareto_front
+
+__all__ = ["OBJECTIVES", "PERCENTILES", "Latency", "MemoryFigures", "MetricValue",
+           "Normalized", "SuiteResult", "Throughput", "VariantRecord", "efficiency_score"]
+
+# The latency percentiles every record carries, label -> quantile.
+PERCENTILES = {"p50": 0.50, "p90": 0.90, "p95": 0.95, "p99": 0.99}
+# What a Pareto front can be drawn over: objective -> (sense, what it reads).
+OBJECTIVES = {
+    "latency": ("min", "median latency of a call at the first batch size (s)"),
+    "p99": ("min", "99th-percentile latency (s)"),
+    "throughput": ("max", "samples/s at the largest batch size"),
+    "accuracy": ("max", "the metric (accuracy by default)"),
+    "metric": ("max", "the metric (accuracy by default)"),
+    "memory": ("min", "peak memory increase per call (bytes)"),
+    "size": ("min", "serialized size, else parameter and buffer bytes"),
+    "energy": ("min", "energy per call (J)"),
+    "flops": ("min", "FLOPs per call"),
+    "params": ("min", "parameters"),
+    "speedup": ("max", "speedup over the baseline"),
+}
+Interval = tuple[float, float]
+
+
+def _pair(v: Any) -> Interval | None:
+    return None if v is None else (float(v[0]), float(v[1]))
+
+
+def _listed(v: Interval | None) -> list[float] | None:
+    """An interval as JSON writes it."""
+    return None if v is None else [float(v[0]), float(v[1])]
+
+
+@dataclass(frozen=True)
+class Latency:
+    """Per-call latency of one variant at one batch size.
+
+    Attributes
+    ----------
+    batch : int
+    samples_s : tuple of float
+        Every timed call (one per sample unless calls were batched), in seconds, in the
+        order taken.
+    median_s : float
+    median_ci : (low, high) or None
+        95% interval of the median (order statistics).
+    percentiles : dict
+        "p50", "p90", "p95", "p99" -> (value, 95% interval or None when the samples are
+        too few for one: p95 needs 72, p99 368).
+    """
+
+    batch: int
+    samples_s: tuple[float, ...]
+    median_s: float
+    median_ci: Interval | None
+    percentiles: dict[str, tuple[float, Interval | None]]
+
+    def percentile(self, label: str) -> float:
+        """The value of "p50", "p90", "p95" or "p99"."""
+        return self.percentiles[label][0]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"batch": self.batch, "samples_s": list(self.samples_s),
+                "median_s": self.median_s, "median_ci": _listed(self.median_ci),
+                "percentiles": {k: [v, _listed(ci)] for k, (v, ci) in self.percentiles.items()}}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Latency:
+        return cls(int(d["batch"]), tuple(float(x) for x in d["samples_s"]),
+                   float(d["median_s"]), _pair(d["median_ci"]),
+                   {str(k): (float(v[0]), _pair(v[1])) for k, v in d["percentiles"].items()})
+
+
+@dataclass(frozen=True)
+class Throughput:
+    """Samples per second at one batch size: ``batch`` over the mean latency of a call (the
+    rate of calls back to back), with the interval the Student interval of the mean gives."""
+
+    batch: int
+    samples_per_s: float
+    ci: Interval | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"batch": self.batch, "samples_per_s": self.samples_per_s, "ci": _listed(self.ci)}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Throughput:
+        return cls(int(d["batch"]), float(d["samples_per_s"]), _pair(d["ci"]))
+
+
+@dataclass(frozen=True)
+class MetricValue:
+    """The quality metric of one variant.
+
+    Attributes
+    ----------
+    name : str
+        "accuracy" for the default, else the metric callable's name.
+    value : float
+        The metric, or the mean of its per-example scores.
+    ci : (low, high) or None
+        BCa bootstrap interval over examples (None for a metric returning one float).
+    examples : int or None
+        Examples scored (None for a single float).
+    delta, delta_ci : float, (low, high) or None
+        Against the baseline: ``value - baseline value``, and its paired bootstrap interval
+        (examples resampled jointly) when both gave per-example scores on the same examples.
+    """
+
+    name: str
+    value: float
+    ci: Interval | None = None
+    examples: int | None = None
+    delta: float | None = None
+    delta_ci: Interval | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "value": self.value, "ci": _listed(self.ci),
+                "examples": self.examples, "delta": self.delta,
+                "delta_ci": _listed(self.delta_ci)}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> MetricValue:
+        return cls(str(d["name"]), float(d["value"]), _pair(d.get("ci")),
+                   None if d.get("examples") is None else int(d["examples"]),
+                   None if d.get("delta") is None else float(d["delta"]), _pair(d.get("delta_ci")))
+
+
+@dataclass(frozen=True)
+class MemoryFigures:
+    """Memory of one variant (None where not known).
+
+    Attributes
+    ----------
+    peak_increase_bytes : float or None
+        Median peak increase of one call over the memory before it
+        (:func:`fastbench.memory.call_memory`, its ``method``).
+    param_bytes, buffer_bytes : int or None
+        A module's parameters and buffers (tied weights once).
+    serialized_bytes : int or None
+        ``torch.save(module.state_dict())``: what a deployment ships, packed quantized
+        weights included.
+    method : str
+        How the peak was read ("" when not measured).
+    """
+
+    peak_increase_bytes: float | None = None
+    param_bytes: int | None = None
+    buffer_bytes: int | None = None
+    serialized_bytes: int | None = None
+    method: str = ""
+
+    @property
+    def size_bytes(self) -> int | None:
+        """The serialized size, else parameter plus buffer bytes, else None."""
+        if self.serialized_bytes is not None:
+            return self.serialized_bytes
+        if self.param_bytes is None:
+            return None
+        return self.param_bytes + (self.buffer_bytes or 0)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"peak_increase_bytes": self.peak_increase_bytes, "param_bytes": self.param_bytes,
+                "buffer_bytes": self.buffer_bytes, "serialized_bytes": self.serialized_bytes,
+                "method": self.method}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> MemoryFigures:
+        def opt(k: str) -> int | None:
+            return None if d.get(k) is None else int(d[k])
+        peak = d.get("peak_increase_bytes")
+        return cls(None if peak is None else float(peak), opt("param_bytes"),
+                   opt("buffer_bytes"), opt("serialized_bytes"), str(d.get("method", "")))
+
+
+@dataclass(frozen=True)
+class Speedup:
+    """A variant's speedup over the baseline (baseline time / variant time; > 1 is faster),
+    from the paired rounds: the median of the per-round log-ratios, its sign-test interval,
+    the Holm-corrected p-value and the verdict of :func:`fastbench.compare`. The baseline's
+    own is 1 with verdict "baseline"."""
+
+    value: float
+    ci: Interval | None
+    verdict: str
+    p_value: float | None = None
+
+    @classmethod
+    def of(cls, c: SampleComparison) -> Speedup:
+        return cls(float(c.speedup), _pair(c.speedup_ci), c.verdict, float(c.p_value))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"value": self.value, "ci": _listed(self.ci), "verdict": self.verdict,
+                "p_value": self.p_value}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Speedup:
+        p = d.get("p_value")
+        return cls(float(d["value"]), _pair(d.get("ci")), str(d["verdict"]),
+                   None if p is None else float(p))
+
+
+@dataclass(frozen=True)
+class VariantRecord:
+    """Everything the suite measured of one variant.
+
+    ``latency`` and ``speedup`` are at the first batch size; ``latency_by_batch``,
+    ``throughput`` and ``speedup_by_batch`` hold every batch size.
+    """
+
+    name: str
+    kind: str                                   # "module" or "callable"
+    latency: Latency
+    latency_by_batch: dict[int, Latency]
+    throughput: dict[int, Throughput]
+    speedup: Speedup
+    speedup_by_batch: dict[int, Speedup]
+    metric: MetricValue | None = None
+    memory: MemoryFigures = field(default_factory=MemoryFigures)
+    energy: Energy | None = None
+    flops: int | None = None
+    macs: int | None = None
+    params: int | None = None
+    notes: tuple[str, ...] = ()
+
+    @property
+    def accuracy(self) -> MetricValue | None:
+        """The metric (accuracy by default)."""
+        return self.metric
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name, "kind": self.kind, "latency": self.latency.to_dict(),
+            "latency_by_batch": {str(b): v.to_dict() for b, v in self.latency_by_batch.items()},
+            "throughput": {str(b): v.to_dict() for b, v in self.throughput.items()},
+            "speedup": self.speedup.to_dict(),
+            "speedup_by_batch": {str(b): v.to_dict() for b, v in self.speedup_by_batch.items()},
+            "metric": None if self.metric is None else self.metric.to_dict(),
+            "memory": self.memory.to_dict(),
+            "energy": None if self.energy is None else self.energy.to_dict(),
+            "flops": self.flops, "macs": self.macs, "params": self.params,
+            "notes": list(self.notes),
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> VariantRecord:
+        def opt(k: str) -> int | None:
+            return None if d.get(k) is None else int(d[k])
+        return cls(
+            name=str(d["name"]), kind=str(d["kind"]), latency=Latency.from_dict(d["latency"]),
+            latency_by_batch={int(b): Latency.from_dict(v)
+                              for b, v in d["latency_by_batch"].items()},
+            throughput={int(b): Throughput.from_dict(v) for b, v in d["throughput"].items()},
+            speedup=Speedup.from_dict(d["speedup"]),
+            speedup_by_batch={int(b): Speedup.from_dict(v)
+                              for b, v in d["speedup_by_batch"].items()},
+            metric=None if d.get("metric") is None else MetricValue.from_dict(d["metric"]),
+            memory=MemoryFigures.from_dict(d.get("memory") or {}),
+            energy=None if d.get("energy") is None else Energy.from_dict(d["energy"]),
+            flops=opt("flops"), macs=opt("macs"), params=opt("params"),
+            notes=tuple(str(n) for n in d.get("notes", ())),
+        )
+
+
+@dataclass(frozen=True)
+class Normalized:
+    """One variant against the baseline.
+
+    Attributes
+    ----------
+    speedup : Speedup
+    compression : float or None
+        Baseline size / variant size (serialized, else parameter and buffer bytes).
+    memory_reduction : float or None
+        Baseline peak increase per call / the variant's.
+    accuracy_delta, accuracy_delta_ci : float, (low, high) or None
+        The metric's change (paired bootstrap interval).
+    energy_ratio, energy_ratio_ci : float, (low, high) or None
+        Variant energy per call / baseline's; the interval from the two energies' intervals
+        (Fieller-free: the ratio of the bounds, conservative). ``energy_estimated`` says
+        whether either side is an estimate.
+    efficiency : float or None
+        The efficiency score (see :func:`efficiency_score`, or the suite's ``score``).
+    """
+
+    speedup: Speedup
+    compression: float | None
+    memory_reduction: float | None
+    accuracy_delta: float | None
+    accuracy_delta_ci: Interval | None
+    energy_ratio: float | None
+    energy_ratio_ci: Interval | None
+    energy_estimated: bool
+    efficiency: float | None
+
+
+def efficiency_score(speedup: float, compression: float | None,
+                     accuracy_delta: float | None) -> float:
+    """``speedup * compression / (1 + |accuracy delta|)``, with the accuracy delta in
+    percentage points (a metric read as a fraction is multiplied by 100: losing one point of
+    accuracy halves the score, losing none leaves speed times compression). A missing
+    compression counts as 1 and a missing delta as 0."""
+    delta_points = 0.0 if accuracy_delta is None else 100.0 * abs(accuracy_delta)
+    return speedup * (1.0 if compression is None else compression) / (1.0 + delta_points)
+
+
+Score = Callable[[VariantRecord, VariantRecord, "Normalized"], float]
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    if a is None or b is None or b <= 0 or a < 0:
+        return None
+    return a / b
+
+
+def _ci_text(value: float, ci: Interval | None, fmt: Callable[[float], str]) -> str:
+    if ci is None:
+        return fmt(value)
+    half = max(abs(ci[1] - value), abs(value - ci[0]))
+    rel = half / abs(value) if value else math.inf
+    return f"{fmt(value)} ± {100 * rel:.1f}%" if rel < 10 else f"{fmt(value)} [{fmt(ci[0])}, {fmt(ci[1])}]"
+
+
+def _seconds(s: float) -> str:
+    return format_ns(s * 1e9)
+
+
+@dataclass(frozen=True, eq=False)
+class SuiteResult(TextLines):
+    """A benchmark suite's records, one per variant, and the settings they were taken under.
+
+    ``result[name]`` is a :class:`VariantRecord`; ``result.normalized(name)`` its figures
+    against the baseline; ``result.pareto(("latency", "accuracy"))`` the names on the front.
+    """
+
+    variants: dict[str, VariantRecord]
+    baseline: str
+    batch_sizes: tuple[int, ...]
+    settings: dict[str, Any] = field(default_factory=dict)
+    allowed: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
+    score_name: str = "speedup x compression / (1 + |accuracy delta in points|)"
+    score: Score | None = None
+
+    # -- access ------------------------------------------------------------------------
+    def __getitem__(self, name: str) -> VariantRecord:
+        try:
+            return self.variants[name]
+        except KeyError:
+            raise KeyError(f"no variant {name!r} in this suite ({', '.join(self.variants)})") from None
+
+    def __iter__(self) -> Any:
+        return iter(self.variants)
+
+    def __len__(self) -> int:
+        return len(self.variants)
+
+    @property
+    def names(self) -> list[str]:
+        return list(self.variants)
+
+    # -- normalized figures ---------------------------------------------------------------
+    def normalized(self, name: str) -> Normalized:
+        """The figures of ``name`` against the baseline."""
+        rec, base = self[name], self[self.baseline]
+        compression = _ratio(base.memory.size_bytes, rec.memory.size_bytes)
+        reduction = _ratio(base.memory.peak_increase_bytes, rec.memory.peak_increase_bytes)
+        delta = None if rec.metric is None else (0.0 if name == self.baseline else rec.metric.delta)
+        delta_ci = None if rec.metric is None else rec.metric.delta_ci
+        e_ratio = e_ci = None
+        estimated = False
+        if rec.energy is not None and base.energy is not None:
+            estimated = rec.energy.estimated or base.energy.estimated
+            e_ratio = _ratio(rec.energy.joules_per_call, base.energy.joules_per_call)
+            if rec.energy.ci is not None and base.energy.ci is not None and base.energy.ci[0] > 0:
+                e_ci = (max(rec.energy.ci[0], 0.0) / base.energy.ci[1],
+                        rec.energy.ci[1] / base.energy.ci[0])
+        n = Normalized(rec.speedup, compression, reduction, delta, delta_ci, e_ratio, e_ci,
+                       estimated, None)
+        value = (self.score(rec, base, n) if self.score is not None
+                 else efficiency_score(rec.speedup.value, compression, delta))
+        return Normalized(**{**n.__dict__, "efficiency": float(value)})
+
+    # -- Pareto ----------------------------------------------------------------------------
+    def objective(self, name: str, objective: str) -> float | None:
+        """One variant's value of an objective of :data:`OBJECTIVES`."""
+        rec = self[name]
+        if objective == "latency":
+            return rec.latency.median_s
+        if objective == "p99":
+            return rec.latency.percentile("p99")
+        if objective == "throughput":
+            return rec.throughput[max(rec.throughput)].samples_per_s
+        if objective in ("accuracy", "metric"):
+            return None if rec.metric is None else rec.metric.value
+        if objective == "memory":
+            return rec.memory.peak_increase_bytes
+        if objective == "size":
+            size = rec.memory.size_bytes
+            return None if size is None else float(size)
+        if objective == "energy":
+            return None if rec.energy is None else rec.energy.joules_per_call
+        if objective == "flops":
+            return None if rec.flops is None else float(rec.flops)
+        if objective == "params":
+            return None if rec.params is None else float(rec.params)
+        if objective == "speedup":
+            return rec.speedup.value
+        raise ValueError(f"unknown objective {objective!r}; choose from {', '.join(OBJECTIVES)}")
+
+    def _points(self, objectives: Sequence[str]) -> tuple[dict[str, list[float]], list[str]]:
+        if isinstance(objectives, str) or len(objectives) < 2:
+            raise ValueError(f"a Pareto front needs two or more objectives, got {objectives!r}")
+        senses = []
+        for o in objectives:
+            if o not in OBJECTIVES:
+                raise ValueError(f"unknown objective {o!r}; choose from {', '.join(OBJECTIVES)}")
+            senses.append(OBJECTIVES[o][0])
+        points: dict[str, list[float]] = {}
+        for name in self.variants:
+            values = [self.objective(name, o) for o in objectives]
+            if any(v is None for v in values):
+                missing = [o for o, v in zip(objectives, values) if v is None]
+                raise ValueError(f"variant {name!r} has no {', '.join(missing)}: the front cannot "
+                                 "include it (measure it, or choose other objectives)")
+            points[name] = [float(v) for v in values if v is not None]
+        return points, senses
+
+    def pareto(self, objectives: Sequence[str] = ("latency", "accuracy")) -> list[str]:
+        """Names on the Pareto front of ``objectives`` (each minimized or maximized as
+        :data:`OBJECTIVES` says), in the suite's order."""
+        points, senses = self._points(objectives)
+        return pareto_front(points, senses)
+
+    def dominated(self, objectives: Sequence[str] = ("latency", "accuracy")) -> dict[str, list[str]]:
+        """Each dominated variant -> the variants that dominate it."""
+        points, senses = self._points(objectives)
+        return dominated_by(points, senses)
+
+    def knee(self, objectives: Sequence[str] = ("latency", "accuracy")) -> str | None:
+        """The knee of the front (see :func:`fastbench.suite.pareto.knee`), or None."""
+        points, senses = self._points(objectives)
+        return knee(points, senses)
+
+    # -- text --------------------------------------------------------------------------------
+    def lines(self) -> list[str]:
+        first = self.batch_sizes[0]
+        out = [f"suite: {len(self.variants)} variants, baseline {self.baseline!r}, batch "
+               f"{', '.join(map(str, self.batch_sizes))}"
+               + (f", {self.settings['threads']} threads" if self.settings.get("threads") else "")
+               + (f", {self.settings.get('rounds')} interleaved rounds" if "rounds" in self.settings else "")]
+        metric_name = next((r.metric.name for r in self.variants.values() if r.metric), "metric")
+        head = ["Model", f"Time (batch {first})", "p99", "Memory", metric_name.capitalize(),
+                "Energy", "Speedup"]
+        rows = []
+        for name, rec in self.variants.items():
+            lat = rec.latency
+            p99, p99_ci = lat.percentiles["p99"]
+            mem = ("-" if rec.memory.peak_increase_bytes is None
+                   else format_bytes(rec.memory.peak_increase_bytes))
+            if rec.memory.size_bytes is not None:
+                mem += f" / {format_bytes(rec.memory.size_bytes)}"
+            metric = "-" if rec.metric is None else _metric_text(rec.metric)
+            energy = "-" if rec.energy is None else rec.energy.text(reason=False)
+            if name == self.baseline:
+                speed = "baseline"
+            else:
+                s = rec.speedup
+                speed = (f"{s.value:.3f}x" + (f" [{s.ci[0]:.3f}, {s.ci[1]:.3f}]" if s.ci else "")
+                         + f" {s.verdict}")
+            rows.append([name, _ci_text(lat.median_s, lat.median_ci, _seconds),
+                         _seconds(p99) + ("" if p99_ci else " (too few for an interval)"),
+                         mem, metric, energy, speed])
+        out += table(head, rows)
+        out.append("  Memory: peak increase per call / serialized size. Time: median of "
+                   "single calls, 95% interval (order statistics).")
+        if len(self.batch_sizes) > 1 or first != 1:
+            out.append("  throughput (samples/s, 95% interval):")
+            for name, rec in self.variants.items():
+                out.append(f"    {name}: " + ", ".join(
+                    f"batch {b} {_ci_text(t.samples_per_s, t.ci, lambda v: format_count(v))}"
+                    for b, t in sorted(rec.throughput.items())))
+        out += self._normalized_lines()
+        for name, kinds in self.allowed.items():
+            if kinds:
+                out.append(f"  note: {name} differs from the baseline in {', '.join(kinds)} "
+                           "(allowed)")
+        estimates = {(r.energy.reason, r.energy.watts_per_core) for r in self.variants.values()
+                     if r.energy is not None and r.energy.estimated}
+        for why, watts in sorted(estimates, key=str):
+            out.append(f"  note: energy estimated as {watts:g} W per busy core x the process's "
+                       f"CPU time (dynamic power only; the interval leaves out the model's "
+                       f"error), because {why}")
+        for name, rec in self.variants.items():
+            out += [f"  note: {name}: {n}" for n in rec.notes]
+        out += [f"  warning: {w}" for w in self.warnings]
+        return out
+
+    def _normalized_lines(self) -> list[str]:
+        if len(self.variants) < 2:
+            return []
+        head = ["vs baseline", "Speedup", "Compression", "Memory", "Accuracy delta",
+                "Energy ratio", "Score"]
+        rows = []
+        for name in self.variants:
+            if name == self.baseline:
+                continue
+            n = self.normalized(name)
+            delta = "-" if n.accuracy_delta is None else (
+                f"{100 * n.accuracy_delta:+.2f} pt" + (
+                    f" [{100 * n.accuracy_delta_ci[0]:+.2f}, {100 * n.accuracy_delta_ci[1]:+.2f}]"
+                    if n.accuracy_delta_ci else ""))
+            energy = "-" if n.energy_ratio is None else (
+                f"{n.energy_ratio:.3f}" + (f" [{n.energy_ratio_ci[0]:.2f}, {n.energy_ratio_ci[1]:.2f}]"
+                                           if n.energy_ratio_ci else "")
+                + (" (estimated)" if n.energy_estimated else ""))
+            rows.append([name, f"{n.speedup.value:.3f}x",
+                         "-" if n.compression is None else f"{n.compression:.2f}x",
+                         "-" if n.memory_reduction is None else f"{n.memory_reduction:.2f}x",
+                         delta, energy, "-" if n.efficiency is None else f"{n.efficiency:.3f}"])
+        return ["", *table(head, rows), f"  Score: {self.score_name}."]
+
+    # -- figures ---------------------------------------------------------------------------
+    def plot_comparison(self, path: str | os.PathLike[str], *, figure: str = "latency") -> Path:
+        """Bars with error bars of one figure per variant ("latency", "throughput",
+        "accuracy", "energy" or "memory"); the baseline's bar is marked."""
+        from .plot import plot_bars
+
+        names = self.names
+        values: list[float] = []
+        cis: list[Interval | None] = []
+        for name in names:
+            rec = self[name]
+            if figure == "latency":
+                values.append(rec.latency.median_s * 1e3)
+                ci = rec.latency.median_ci
+                cis.append(None if ci is None else (ci[0] * 1e3, ci[1] * 1e3))
+            elif figure == "throughput":
+                t = rec.throughput[max(rec.throughput)]
+                values.append(t.samples_per_s)
+                cis.append(t.ci)
+            elif figure in ("accuracy", "metric"):
+                values.append(np.nan if rec.metric is None else rec.metric.value)
+                cis.append(None if rec.metric is None else rec.metric.ci)
+            elif figure == "energy":
+                values.append(np.nan if rec.energy is None else rec.energy.joules_per_call * 1e3)
+                cis.append(None if rec.energy is None or rec.energy.ci is None
+                           else (rec.energy.ci[0] * 1e3, rec.energy.ci[1] * 1e3))
+            elif figure == "memory":
+                peak = rec.memory.peak_increase_bytes
+                values.append(np.nan if peak is None else peak / 2**20)
+                cis.append(None)
+            else:
+                raise ValueError(f"figure must be latency, throughput, accuracy, energy or "
+                                 f"memory; got {figure!r}")
+        label = {"latency": "median latency (ms)", "throughput": "samples/s",
+                 "accuracy": "metric", "metric": "metric", "energy": "energy per call (mJ)",
+                 "memory": "peak increase per call (MiB)"}[figure]
+        return plot_bars(names, values, cis, path, ylabel=label, baseline=self.baseline,
+                         title=f"{label} per variant")
+
+    def plot_pareto(self, path: str | os.PathLike[str],
+                    objectives: tuple[str, str] = ("latency", "accuracy")) -> Path:
+        """The two objectives' scatter with the front drawn, dominated variants greyed and the
+        knee marked."""
+        from .plot import plot_pareto
+
+        points, _ = self._points(objectives)
+        front = self.pareto(objectives)
+        return plot_pareto({n: (p[0], p[1]) for n, p in points.items()}, None, front, path,
+                           xlabel=f"{objectives[0]} ({OBJECTIVES[objectives[0]][1]})",
+                           ylabel=f"{objectives[1]} ({OBJECTIVES[objectives[1]][1]})",
+                           knee=self.knee(objectives))
+
+    def plot_latency_throughput(self, path: str | os.PathLike[str]) -> Path:
+        """Per variant, median latency against throughput over the batch sizes."""
+        from .plot import plot_curves
+
+        curves = {name: [(rec.throughput[b].samples_per_s, rec.latency_by_batch[b].median_s * 1e3)
+                         for b in sorted(rec.throughput)]
+                  for name, rec in self.variants.items()}
+        return plot_curves(curves, path, xlabel="throughput (samples/s)",
+                           ylabel="median latency (ms)", logx=True, logy=True)
+
+    # -- files -----------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready data; :meth:`from_dict` restores it (a custom ``score``
+        callable is not saved: its values are, under ``efficiency``)."""
+        return {
+            "version": 1,
+            "baseline": self.baseline,
+            "batch_sizes": list(self.batch_sizes),
+            "variants": [r.to_dict() for r in self.variants.values()],
+            "efficiency": {n: self.normalized(n).efficiency for n in self.variants},
+            "settings": dict(self.settings),
+            "allowed": {k: list(v) for k, v in self.allowed.items()},
+            "warnings": list(self.warnings),
+            "score_name": self.score_name,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> SuiteResult:
+        """Rebuild from :meth:`to_dict` output.
+
+        Raises
+        ------
+        ValueError
+            A key is missing, or the baseline is not among the variants.
+        """
+        try:
+            variants = [VariantRecord.from_dict(v) for v in data["variants"]]
+            saved = {str(k): v for k, v in (data.get("efficiency") or {}).items()}
+            result = cls(
+                variants={v.name: v for v in variants},
+                baseline=str(data["baseline"]),
+                batch_sizes=tuple(int(b) for b in data["batch_sizes"]),
+                settings=dict(data.get("settings") or {}),
+                allowed={str(k): tuple(v) for k, v in (data.get("allowed") or {}).items()},
+                warnings=tuple(str(w) for w in data.get("warnings", ())),
+                score_name=str(data.get("score_name", cls.score_name)),
+            )
+        except KeyError as exc:
+            raise ValueError(f"suite data lacks {exc}") from None
+        if result.baseline not in result.variants:
+            raise ValueError(f"suite data: baseline {result.baseline!r} is not among the variants")
+        if saved and data.get("score_name") != cls.score_name:
+            # A custom score's values were saved; keep them as the score.
+            return SuiteResult(**{**result.__dict__,
+                                  "score": lambda rec, base, n: float(saved.get(rec.name) or 0.0)})
+        return result
+
+
+def _metric_text(m: MetricValue) -> str:
+    fraction = 0.0 <= m.value <= 1.0 and m.name == "accuracy"
+    def fmt(v: float) -> str:
+        return f"{100 * v:.2f}%" if fraction else f"{v:.4g}"
+    if m.ci is None:
+        return fmt(m.value)
+    return f"{fmt(m.value)} [{fmt(m.ci[0])}, {fmt(m.ci[1])}]"

@@ -1,0 +1,269 @@
+"""fastbench.suite.run on variants whose truth is known: native spins of set durations (the
+ordering and speedups), deterministic classifiers on synthetic labels (accuracies and their
+deltas exactly), fairness checks that raise on each kind of mismatch, and the record's
+round trip through a results file."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import fastbench
+from fastbench import _core
+from fastbench.suite import SuiteResult, UnfairComparison, run
+
+
+X = np.zeros((8, 4), dtype=np.float32)
+
+
+def _quick(**kw: object) -> dict[str, object]:
+    """Settings that keep a suite short: few rounds, no duration floor, no energy or memory."""
+    return {"rounds": 40, "duration_s": 0.0, "warmup": 1, "memory": False, "energy": False,
+            **kw}
+
+
+class _Spin:
+    """A callable of known duration: a native spin of ``us`` microseconds."""
+
+    def __init__(self, us: float) -> None:
+        self.us = us
+        self._spin = _core.make_spin(us * 1e3)
+
+    def __call__(self, x: object) -> np.ndarray:
+        self._spin()
+        return np.zeros((8, 3), dtype=np.float32)
+
+
+@pytest.mark.slow
+def test_spins_ordered_and_speedups_within_their_intervals() -> None:
+    result = run({"base": _Spin(400), "half": _Spin(200), "same": _Spin(400)}, X,
+                 baseline="base", **_quick(rounds=60))
+    base, half, same = result["base"], result["half"], result["same"]
+    # The spins wait on the clock: their latencies sit at or just above the set durations.
+    assert base.latency.median_s >= 400e-6 * 0.98
+    assert half.latency.median_s < base.latency.median_s
+    # Known ratio 2 (the call's few µs of overhead pull it a little below).
+    assert half.speedup.ci is not None
+    assert half.speedup.ci[0] <= 2.0 * 1.01 and half.speedup.ci[1] >= 2.0 * 0.9
+    assert half.speedup.verdict == "faster"
+    assert same.speedup.verdict in ("no significant difference",)
+    # Percentiles are ordered and each lies inside its own interval.
+    for rec in (base, half, same):
+        values = [rec.latency.percentile(p) for p in ("p50", "p90", "p95", "p99")]
+        assert values == sorted(values)
+        lo, hi = rec.latency.median_ci  # type: ignore[misc]
+        assert lo <= rec.latency.median_s <= hi
+    # Throughput is the batch over the mean latency of the same samples.
+    t = half.throughput[8]
+    assert t.samples_per_s == pytest.approx(8 / np.mean(half.latency.samples_s), rel=1e-9)
+    assert t.ci is not None and t.ci[0] <= t.samples_per_s <= t.ci[1]
+
+
+def _classifier(labels: np.ndarray, wrong: np.ndarray, classes: int = 3) -> object:
+    """A deterministic classifier: one-hot of the true label, except on ``wrong`` examples
+    where it names the next class."""
+    def predict(x: np.ndarray) -> np.ndarray:
+        n = x.shape[0]
+        y = labels[:n].copy()
+        y[wrong[:n]] = (y[wrong[:n]] + 1) % classes
+        return np.eye(classes, dtype=np.float32)[y]
+    return predict
+
+
+def test_accuracies_and_paired_delta_of_known_classifiers() -> None:
+    rng = np.random.default_rng(3)
+    n = 2000
+    labels = rng.integers(0, 3, n)
+    order = rng.permutation(n)
+    wrong_base = np.zeros(n, bool)
+    wrong_base[order[:300]] = True          # 85% right
+    wrong_better = wrong_base.copy()
+    wrong_better[order[:100]] = False       # the same examples, 100 of them fixed: 90% right
+    xs = np.zeros((n, 4), dtype=np.float32)
+    variants = {"base": _classifier(labels, wrong_base), "better": _classifier(labels, wrong_better)}
+    result = run(variants, xs[:8], baseline="base", eval_data=(xs, labels), **_quick(rounds=10))
+    base, better = result["base"].metric, result["better"].metric
+    assert base is not None and better is not None
+    assert base.name == "accuracy" and base.examples == n
+    assert base.value == pytest.approx(0.85) and better.value == pytest.approx(0.90)
+    assert better.delta == pytest.approx(0.05)
+    lo, hi = better.delta_ci  # type: ignore[misc]
+    # Paired: only the 100 fixed examples differ, so the delta's interval is narrow and
+    # excludes 0 (sd of a 0/1 difference with p = 0.05: sqrt(0.05 * 0.95 / 2000) = 0.0049).
+    assert lo <= 0.05 <= hi and lo > 0.03 and hi < 0.07
+    assert base.ci is not None and base.ci[0] < 0.85 < base.ci[1]
+    # Normalized: the score divides by 1 + 5 points of accuracy gained.
+    norm = result.normalized("better")
+    assert norm.accuracy_delta == pytest.approx(0.05)
+    assert norm.efficiency == pytest.approx(norm.speedup.value / 6.0)
+
+
+def test_custom_metric_float_and_per_example() -> None:
+    def quality(variant: object, data: np.ndarray) -> float:
+        return 2.0 if variant is fast else 1.0
+
+    def per_example(variant: object, data: np.ndarray) -> np.ndarray:
+        return data * (2.0 if variant is fast else 1.0)
+
+    fast = _Spin(20)
+    variants = {"baseline": _Spin(40), "fast": fast}
+    r = run(variants, X, eval_data=np.arange(1.0, 101.0), metric=quality, **_quick(rounds=8))
+    assert r["fast"].metric.value == 2.0 and r["fast"].metric.ci is None  # type: ignore[union-attr]
+    assert r["fast"].metric.delta == 1.0  # type: ignore[union-attr]
+    r = run(variants, X, eval_data=np.arange(1.0, 101.0), metric=per_example, **_quick(rounds=8))
+    m = r["fast"].metric
+    assert m is not None and m.name == "per_example" and m.examples == 100
+    assert m.value == pytest.approx(101.0) and m.delta == pytest.approx(50.5)
+
+
+class _Fake:
+    """An array-like input of given shape, dtype and device (what the checks read)."""
+
+    def __init__(self, shape: tuple[int, ...], dtype: str = "float32", device: str = "cpu"):
+        self.shape, self.dtype, self.device = shape, dtype, device
+
+
+def _echo(x: object) -> object:
+    return x
+
+
+@pytest.mark.parametrize("kind, other", [
+    ("shape", _Fake((8, 5))),
+    ("dtype", _Fake((8, 4), "float64")),
+    ("batch", _Fake((16, 4))),
+    ("device", _Fake((8, 4), device="cuda:0")),
+])
+def test_fairness_raises_on_each_kind_unless_allowed(kind: str, other: _Fake) -> None:
+    variants = {"baseline": _echo, "other": _echo}
+    with pytest.raises(UnfairComparison, match=kind if kind != "shape" else "shapes"):
+        run(variants, _Fake((8, 4)), variant_inputs={"other": other}, **_quick(rounds=2))
+    r = run(variants, _Fake((8, 4)), variant_inputs={"other": other}, allow={"other": kind},
+            **_quick(rounds=6))
+    assert kind in r.allowed["other"]
+    assert f"other differs from the baseline in {kind}" in str(r)
+
+
+def test_fairness_threads_and_output_dtype_with_torch() -> None:
+    torch = pytest.importorskip("torch")
+    lin = torch.nn.Linear(4, 3).eval()
+    x = torch.zeros(8, 4)
+    before = torch.get_num_threads()
+
+    def changes_threads(t: object) -> object:
+        torch.set_num_threads(1 if before > 1 else 2)
+        return lin(t)
+
+    with pytest.raises(UnfairComparison, match="threads"):
+        run({"baseline": lin, "t": changes_threads}, x, **_quick(rounds=2))
+    assert torch.get_num_threads() == before
+
+    def bf16(t: object) -> object:
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            return lin(t)
+
+    with pytest.raises(UnfairComparison, match="output dtypes float32 vs bfloat16"):
+        run({"baseline": lin, "bf16": bf16}, x, **_quick(rounds=2))
+    r = run({"baseline": lin, "bf16": bf16}, x, allow={"bf16": "dtype"}, **_quick(rounds=6))
+    assert r.allowed == {"bf16": ("dtype",)}
+
+
+# torch.ao.quantization's dynamic quantization warns that it moves to torchao and that
+# quantized tensors are deprecated; it still runs.
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+@pytest.mark.filterwarnings("ignore:torch.quantize_per_tensor:UserWarning")
+def test_module_facts_from_the_analyzer_and_state_dict() -> None:
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(256, 256), torch.nn.ReLU(),
+                                torch.nn.Linear(256, 10)).eval()
+    q = torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)
+    x = torch.randn(4, 256)
+    r = run({"fp32": model, "int8": q}, x, baseline="fp32", allow={"int8": "dtype"},
+            **_quick(rounds=6, memory=True, energy=True))
+    fp = r["fp32"]
+    params = 256 * 256 + 256 + 256 * 10 + 10
+    assert fp.params == params and fp.memory.param_bytes == 4 * params
+    # One forward at batch 4: 2 FLOPs per MAC of the two matrix products.
+    assert fp.macs == 4 * (256 * 256 + 256 * 10) and fp.flops is not None and fp.flops >= 2 * fp.macs
+    assert fp.memory.serialized_bytes is not None and fp.memory.serialized_bytes > 4 * params
+    # The int8 copy ships its weights in a quarter of the bytes (plus scales, biases kept in
+    # float and the pickle's own overhead): well over 2x smaller.
+    n = r.normalized("int8")
+    assert n.compression is not None and 2.5 < n.compression < 4.0
+    # No RAPL in a VM: the energy is an estimate, and says so.
+    e = fp.energy
+    assert e is not None
+    assert e.estimated == (e.method == "estimated")
+    assert ("estimated" in e.text()) == e.estimated
+
+
+def test_pareto_knee_and_round_trip(tmp_path: object) -> None:
+    rng = np.random.default_rng(0)
+    n = 400
+    labels = rng.integers(0, 3, n)
+    order = rng.permutation(n)
+
+    def wrong(k: int) -> np.ndarray:
+        w = np.zeros(n, bool)
+        w[order[:k]] = True
+        return w
+
+    xs = np.zeros((n, 4), dtype=np.float32)
+
+    def variant(us: float, k: int) -> object:
+        spin = _core.make_spin(us * 1e3)
+        predict = _classifier(labels, wrong(k))
+
+        def call(x: np.ndarray) -> np.ndarray:
+            spin()
+            return predict(x)  # type: ignore[operator]
+        return call
+
+    # (latency, accuracy): slow/accurate, mid, fast/inaccurate, and one dominated by mid.
+    variants = {"big": variant(600, 20), "mid": variant(300, 40), "small": variant(100, 120),
+                "bad": variant(600, 80)}
+    r = run(variants, xs[:8], baseline="big", eval_data=(xs, labels), **_quick(rounds=30))
+    assert r.pareto(("latency", "accuracy")) == ["big", "mid", "small"]
+    assert r.dominated(("latency", "accuracy"))["bad"] == ["big", "mid"]
+    path = tmp_path / "suite.json"  # type: ignore[operator]
+    fastbench.save(r, path)
+    back = fastbench.load(path)
+    assert isinstance(back, SuiteResult)
+    assert back.pareto(("latency", "accuracy")) == ["big", "mid", "small"]
+    assert back["mid"].latency.samples_s == r["mid"].latency.samples_s
+    assert json.loads(path.read_text())["kind"] == "suite"
+    assert str(back).splitlines()[0] == str(r).splitlines()[0]
+
+
+def test_arguments_checked_before_anything_runs() -> None:
+    calls = []
+
+    def f(x: object) -> None:
+        calls.append(x)
+
+    with pytest.raises(ValueError, match="baseline 'nope'"):
+        run({"a": f}, X, baseline="nope")
+    with pytest.raises(TypeError, match="variant 'b' must be a callable"):
+        run({"baseline": f, "b": 3}, X)
+    with pytest.raises(ValueError, match="allow: unknown kind 'colour'"):
+        run({"baseline": f}, X, allow="colour")
+    with pytest.raises(ValueError, match="metric needs eval_data"):
+        run({"baseline": f}, X, metric=lambda v, d: 1.0)
+    with pytest.raises(ValueError, match="pass batch_sizes"):
+        run({"baseline": f}, lambda b: X)
+    assert calls == []
+
+
+def test_batch_sizes_from_a_fixed_input_and_from_a_builder() -> None:
+    seen: list[int] = []
+
+    def f(x: np.ndarray) -> None:
+        seen.append(x.shape[0])
+
+    r = run({"baseline": f}, np.zeros((3, 2)), batch_sizes=[1, 5], **_quick(rounds=3))
+    assert set(seen) == {1, 5} and set(r["baseline"].throughput) == {1, 5}
+    seen.clear()
+    run({"baseline": f}, lambda b: np.zeros((b, 2)), batch_sizes=[2, 4], **_quick(rounds=3))
+    assert set(seen) == {2, 4}
