@@ -130,7 +130,8 @@ def _one(label: str, model: torch.nn.Module, shape: tuple[int, ...], four_d: boo
         seq = _sequential(calls, timed, warmup=3)
     print(f"  optimum-benchmark-style sequential runs, {timed:.1f} s in all "
           f"({timed / len(calls):.2f} s per variant):")
-    print(f"  {'variant':<15}{'calls suite/seq':>17}{'median CI suite':>17}{'seq':>8}"
+    print(f"  {'variant':<15}{'median suite':>13}{'seq':>11}{'calls suite/seq':>17}"
+          f"{'median CI suite':>17}{'seq':>8}"
           f"{'speedup CI suite':>18}{'seq':>8}{'speedup suite':>15}{'seq':>8}")
     base_seq = seq["fp32"]
     ratios = []
@@ -141,7 +142,7 @@ def _one(label: str, model: torch.nn.Module, shape: tuple[int, ...], four_d: boo
         w_suite = _width(rec.latency.median_ci, rec.latency.median_s)
         w_seq = _width(median_ci(s), m_seq)
         if name == "fp32":
-            sp_suite = sp_seq = "baseline"
+            sp_suite = sp_seq = "-"
             ws_suite = ws_seq = float("nan")
         else:
             c = compare_samples(base_seq, s, paired=False)
@@ -149,7 +150,8 @@ def _one(label: str, model: torch.nn.Module, shape: tuple[int, ...], four_d: boo
             ws_seq = _width(c.speedup_ci, c.speedup)
             sp_suite, sp_seq = f"{rec.speedup.value:.3f}", f"{c.speedup:.3f}"
             ratios.append(ws_seq / ws_suite)
-        print(f"  {name:<15}{len(rec.latency.samples_s):>8}/{len(s):<8}{100 * w_suite:>16.2f}%"
+        print(f"  {name:<15}{1e3 * rec.latency.median_s:>10.3f} ms{1e3 * m_seq:>8.3f} ms"
+              f"{len(rec.latency.samples_s):>8}/{len(s):<8}{100 * w_suite:>16.2f}%"
               f"{100 * w_seq:>7.2f}%{100 * ws_suite:>17.2f}%{100 * ws_seq:>7.2f}%"
               f"{sp_suite:>15}{sp_seq:>8}")
     print(f"  speedup interval width, sequential / suite: "
