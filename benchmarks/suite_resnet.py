@@ -15,7 +15,7 @@ wall time; then, for the sequential anchor given the same wall time, each candid
 interval width and speedup interval width next to the suite's (the sequential speedup is
 unpaired: ratio of medians, bootstrap interval; the suite's is paired on its rounds).
 Target: the suite's intervals at least as narrow for the same wall time. Needs torch. Run on a
-quiet machine: python benchmarks/suite_resnet.py [--threads 1] [--quick]
+quiet machine: python benchmarks/suite_resnet.py [--threads 1] [--settle 1] [--quick]
 """
 
 from __future__ import annotations
@@ -113,7 +113,8 @@ def _one(label: str, model: torch.nn.Module, shape: tuple[int, ...], four_d: boo
     t0 = time.perf_counter()
     result = run(variants, inputs, baseline="fp32", eval_data=(xs, labels),
                  variant_inputs=variant_inputs, allow=allow, batch_sizes=[batch, 4 * batch],
-                 rounds=args.rounds, duration_s=args.duration, max_time_s=600.0)
+                 rounds=args.rounds, duration_s=args.duration, max_time_s=600.0,
+                 settle_calls=args.settle)
     wall = time.perf_counter() - t0
     print(result)
     front = result.pareto(("latency", "accuracy"))
@@ -163,6 +164,8 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--rounds", type=int, default=200)
     parser.add_argument("--duration", type=float, default=2.0)
+    parser.add_argument("--settle", type=int, default=0,
+                        help="untimed calls of a variant before its timed one in each round")
     parser.add_argument("--quick", action="store_true", help="fewer rounds (a smoke run)")
     args = parser.parse_args()
     if args.quick:

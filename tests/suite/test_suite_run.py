@@ -221,9 +221,10 @@ def test_pareto_knee_and_round_trip(tmp_path: object) -> None:
             return predict(x)  # type: ignore[operator]
         return call
 
-    # (latency, accuracy): slow/accurate, mid, fast/inaccurate, and one dominated by mid.
+    # (latency, accuracy): slow/accurate, mid, fast/inaccurate, and one slower and less
+    # accurate than both big and mid (by margins no noise can reverse).
     variants = {"big": variant(600, 20), "mid": variant(300, 40), "small": variant(100, 120),
-                "bad": variant(600, 80)}
+                "bad": variant(800, 80)}
     r = run(variants, xs[:8], baseline="big", eval_data=(xs, labels), **_quick(rounds=30))
     assert r.pareto(("latency", "accuracy")) == ["big", "mid", "small"]
     assert r.dominated(("latency", "accuracy"))["bad"] == ["big", "mid"]
@@ -267,3 +268,31 @@ def test_batch_sizes_from_a_fixed_input_and_from_a_builder() -> None:
     seen.clear()
     run({"baseline": f}, lambda b: np.zeros((b, 2)), batch_sizes=[2, 4], **_quick(rounds=3))
     assert set(seen) == {2, 4}
+
+
+class _Cached:
+    """A call whose cost depends on what ran before it, as a model whose weights another
+    model's call evicted: 300 µs after another variant's call, 100 µs after its own."""
+
+    last: list[object] = [None]
+
+    def __init__(self) -> None:
+        self._cold, self._warm = _core.make_spin(300e3), _core.make_spin(100e3)
+
+    def __call__(self, x: object) -> None:
+        (self._warm if _Cached.last[0] is self else self._cold)()
+        _Cached.last[0] = self
+
+
+@pytest.mark.parametrize("settle, low_us, high_us", [(0, 300, 330), (1, 100, 130)])
+def test_settle_calls_time_a_variant_after_its_own_call(settle: int, low_us: float,
+                                                        high_us: float) -> None:
+    # Interleaved rounds of three put another variant's call before each timed call (cold:
+    # the rotation's round boundary joins the last of one round to the second of the next);
+    # one settling call per round puts the variant's own call there (warm). Medians sit at
+    # the spin set for that state, a little above for the call's overhead.
+    r = run({"baseline": _Cached(), "b": _Cached(), "c": _Cached()}, X, settle_calls=settle,
+            **_quick(rounds=20))
+    for name in ("baseline", "b", "c"):
+        assert low_us * 1e-6 <= r[name].latency.median_s <= high_us * 1e-6
+    assert r.settings["settle_calls"] == settle

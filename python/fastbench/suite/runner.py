@@ -319,7 +319,8 @@ def _probe(variants: Mapping[str, _Variant], plan: _Inputs, support: Any, thread
 
 def _time_batch(variants: Mapping[str, _Variant], plan: _Inputs, batch: int, cfg: Any,
                 rounds: int, duration_s: float, budget_s: float, rng: np.random.Generator,
-                report: Callable[[str], None]) -> tuple[dict[str, list[float]], int, bool, float]:
+                report: Callable[[str], None], settle_calls: int
+                ) -> tuple[dict[str, list[float]], int, bool, float]:
     """Warm up and time every variant at ``batch``, interleaved: per-call seconds of each,
     the rounds run, whether the budget cut them short, and the rounds' wall time."""
     names = list(variants)
@@ -340,6 +341,8 @@ def _time_batch(variants: Mapping[str, _Variant], plan: _Inputs, batch: int, cfg
         while r < MAX_COUNT:
             k = r % len(order)
             for name in [*order[k:], *order[:k]]:
+                if settle_calls:  # untimed: the variant's caches warm again after the others
+                    targets[name].sampler.run(1, settle_calls)
                 got, _, elapsed = targets[name].sample(1)
                 samples[name] += [x * 1e-9 for x in got]
                 spent[name] += elapsed
@@ -366,6 +369,7 @@ def run(
     rounds: int = 100,
     duration_s: float = 1.0,
     warmup: int = 3,
+    settle_calls: int = 0,
     max_time_s: float = 120.0,
     memory: bool = True,
     energy: bool = True,
@@ -416,6 +420,13 @@ def run(
         ``duration_s`` seconds in timed calls. p95's interval needs 72 calls, p99's 368.
     warmup : int
         Untimed calls of each variant before its timed ones (after the probe call).
+    settle_calls : int
+        Untimed calls of a variant in each round just before its timed call. With 0 (the
+        default) a timed call follows the other variants' calls, whose data and weights
+        have displaced its own from the caches: the latency of a variant sharing the machine.
+        With 1 or more the timed call finds the caches as back-to-back calls leave them (the
+        latency of a variant serving alone; a small model can read several percent faster),
+        at the cost of the untimed calls' time.
     max_time_s : float
         Budget of the timed rounds over all batch sizes, split evenly; a batch size that
         runs out is reported with the rounds it got and a warning.
@@ -475,6 +486,7 @@ def run(
     if metric is not None and eval_data is None:
         raise ValueError("metric needs eval_data (passed to it as its second argument)")
     seed = check_int("seed", seed, 0)
+    settle_calls = check_int("settle_calls", settle_calls, 0, maximum=MAX_COUNT)
     cfg = run_config(warmup, 1e-4, rounds, 1, "auto", True, None)
     allowed_kinds = check_allow(allow, names)
     support = _torch_support()
@@ -504,7 +516,7 @@ def run(
         budget = max_time_s / len(plan.batch_sizes)
         for batch in plan.batch_sizes:
             samples, got, short, timed_s[str(batch)] = _time_batch(
-                objs, plan, batch, cfg, rounds, duration_s, budget, rng, report)
+                objs, plan, batch, cfg, rounds, duration_s, budget, rng, report, settle_calls)
             per_batch[batch], rounds_run[batch] = samples, got
             report(f"timed batch {batch}")
             if short:
@@ -540,7 +552,8 @@ def run(
             macs=macs, params=params, notes=tuple(objs[n].notes + facts_notes),
         )
     settings = {"rounds": min(rounds_run.values()), "rounds_asked": rounds,
-                "duration_s": duration_s, "warmup": warmup, "max_time_s": max_time_s,
+                "duration_s": duration_s, "warmup": warmup, "settle_calls": settle_calls,
+                "max_time_s": max_time_s,
                 "threads": ran_on, "seed": seed, "alpha": alpha, "min_effect": min_effect,
                 "clock": cfg.clock, "timed_s": timed_s}
     if progress is not None:
