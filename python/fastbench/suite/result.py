@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
@@ -402,7 +402,7 @@ class SuiteResult(TextLines):
                        estimated, None)
         value = (self.score(rec, base, n) if self.score is not None
                  else efficiency_score(rec.speedup.value, compression, delta))
-        return Normalized(**{**n.__dict__, "efficiency": float(value)})
+        return replace(n, efficiency=float(value))
 
     # -- Pareto ----------------------------------------------------------------------------
     def objective(self, name: str, objective: str) -> float | None:
