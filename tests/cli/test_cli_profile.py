@@ -38,9 +38,11 @@ def test_profile_a_zoo_model_saves_it_and_its_trace(tmp_path: Path) -> None:
 def test_profile_diff_of_saved_profiles(tmp_path: Path) -> None:
     pytest.importorskip("torch")
     a, b = tmp_path / "a.json", tmp_path / "b.json"
-    for path in (a, b):
-        r = run("profile", "fastbench.analysis.models:mlp", "--steps", "6", "-o", str(path))
+    for path, collector in ((a, "native"), (b, "dispatch")):
+        r = run("profile", "fastbench.analysis.models:mlp", "--steps", "6", "--collector",
+                collector, "-o", str(path))
         assert r.returncode == 0, r.stderr
+        assert fastbench.load(path).meta["collector"] == collector
     r = run("profile", "diff", str(a), str(b))
     assert r.returncode == 0, r.stderr
     assert "items tested" in r.stdout

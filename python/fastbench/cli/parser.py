@@ -170,6 +170,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--backward", action="store_true",
                    help="a step is forward and backward (of the output's sum)")
     p.add_argument("--steps", type=int, default=20, help="profiled steps (default 20)")
+    p.add_argument("--collector", choices=["auto", "native", "dispatch"], default="auto",
+                   help="what times the ops: the native RecordFunction observer (built on "
+                   "first use; needs a C++ compiler and ninja) or the Python dispatch mode "
+                   "(default auto: native where it builds)")
     p.add_argument("--top", type=int, default=10, help="rows shown with --by (default 10)")
     p.add_argument("--by", choices=["op", "op_shapes", "module", "family", "region"],
                    default=None,

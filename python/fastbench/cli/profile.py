@@ -55,10 +55,12 @@ def _model_profile(args: argparse.Namespace, target: str) -> Any:
             first.float().sum().backward()
             model.zero_grad(set_to_none=True)
 
-        return profile(step, steps=args.steps, model=model, name=target)
+        return profile(step, steps=args.steps, model=model, name=target,
+                       collector=args.collector)
     model.eval()
     with torch.no_grad():
-        return profile(model, *inputs, steps=args.steps, name=target)
+        return profile(model, *inputs, steps=args.steps, name=target,
+                       collector=args.collector)
 
 
 def _script_profile(argv: Sequence[str]) -> Any:

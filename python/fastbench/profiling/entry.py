@@ -19,7 +19,8 @@ def _is_module(x: Any) -> bool:
 
 def profile(target: Any = None, *args: Any, steps: int | None = None,
             warmup: int | None = None, model: Any = None, roofline: Any = None,
-            trace: bool = True, name: str | None = None, **kwargs: Any) -> Any:
+            trace: bool = True, name: str | None = None, collector: str = "auto",
+            **kwargs: Any) -> Any:
     """Where a PyTorch step's time goes, per op, module, op family and named region.
 
     Two forms:
@@ -44,6 +45,13 @@ def profile(target: Any = None, *args: Any, steps: int | None = None,
         Keep the timeline for Chrome/Perfetto traces.
     name : str, optional
         What the report calls the run.
+    collector : {"auto", "native", "dispatch"}
+        What times the ops: "native", a C++ RecordFunction observer built on first use
+        against the installed torch (a few hundred ns an op; needs a C++ compiler and
+        ninja), is the default where it builds ("auto"), else "dispatch", a Python
+        dispatch mode (several µs an op). Both costs are measured and subtracted. With the
+        native observer the first profiled step counts FLOPs under the dispatch layer and
+        is left out of the figures.
 
     Examples
     --------
@@ -65,11 +73,12 @@ def profile(target: Any = None, *args: Any, steps: int | None = None,
     if context:
         return _torch_profiler.Profiler(target if model is None else model,
                                         warmup=0 if warmup is None else warmup,
-                                        roofline=roofline, trace=trace, name=name)
+                                        roofline=roofline, trace=trace, name=name,
+                                        collector=collector)
     if not callable(target):
         raise TypeError(f"profile() takes a model (for a `with` block) or a callable to run "
                         f"as a step, got {type(target).__name__}")
     return _torch_profiler.profile_run(target, args, kwargs, steps=20 if steps is None
                                        else steps, warmup=2 if warmup is None else warmup,
                                        model=model, roofline=roofline, trace=trace,
-                                       name=name)
+                                       name=name, collector=collector)

@@ -230,6 +230,14 @@ class Overhead:
         proportion to ``b / cold_bytes``. 0 when not measured (``per_op_s`` applies).
     cold_bytes : float
         The sweep of that measurement (twice the L2 cache).
+    per_inner_call_s : float
+        The native collector's cost of a call made inside an op (counted, not recorded:
+        ``aten::conv2d``'s ``aten::convolution`` and what that calls), inside the op's
+        window; 0 for the dispatch collector, which does not see such calls.
+
+    For the native collector an "op" above is each range it records (an op, or a composite
+    or autograd node around ops), and module hooks cost nothing: the steps it times run
+    without them.
     """
 
     per_op_s: float
@@ -238,17 +246,20 @@ class Overhead:
     per_region_s: float
     per_op_cold_s: float = 0.0
     cold_bytes: float = 0.0
+    per_inner_call_s: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         return {"per_op_s": self.per_op_s, "per_op_inside_s": self.per_op_inside_s,
                 "per_module_s": self.per_module_s, "per_region_s": self.per_region_s,
-                "per_op_cold_s": self.per_op_cold_s, "cold_bytes": self.cold_bytes}
+                "per_op_cold_s": self.per_op_cold_s, "cold_bytes": self.cold_bytes,
+                "per_inner_call_s": self.per_inner_call_s}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Overhead:
         return cls(float(d["per_op_s"]), float(d["per_op_inside_s"]),
                    float(d["per_module_s"]), float(d["per_region_s"]),
-                   float(d.get("per_op_cold_s", 0.0)), float(d.get("cold_bytes", 0.0)))
+                   float(d.get("per_op_cold_s", 0.0)), float(d.get("cold_bytes", 0.0)),
+                   float(d.get("per_inner_call_s", 0.0)))
 
 
 @dataclass(frozen=True)
@@ -617,8 +628,11 @@ class Profile(TextLines):
         out = [f"profile: {self.meta.get('name', 'run')}, {self.steps} steps"
                + (f", {self.meta['threads']} threads" if "threads" in self.meta else "")]
         med = float(np.median(self.step_times))
+        collector = self.meta.get("collector", "dispatch")
+        what = "observed call" if collector == "native" else "op"
         out.append(f"  step time {format_ns(med * 1e9)} median, net of the profiler's cost "
-                   f"({format_ns(self.overhead.per_op_s * 1e9, 3)} per op subtracted)")
+                   f"({collector} collector, {format_ns(self.overhead.per_op_s * 1e9, 3)} per "
+                   f"{what} subtracted)")
         if self.observer_effect is not None and self.unprofiled_step_times is not None:
             out.append(f"  observer effect: {format_ns(np.median(self.profiled_step_times) * 1e9)}"
                        f" profiled against {format_ns(np.median(self.unprofiled_step_times) * 1e9)}"

@@ -1,19 +1,28 @@
 """PyTorch's collector for :class:`fastbench.profiling.Profile`: every op the dispatcher runs
-timed on the one dispatch layer (:mod:`.dispatch`), attributed to its module (forward by
-module hooks, backward by the autograd node being run), its named region and its step.
+timed, attributed to its module (forward by module hooks, backward by the autograd node
+being run), its named region and its step.
+
+Two collectors. The native one (:mod:`.observer`, a RecordFunction callback built against
+the installed torch) stamps each op's start and end in C++, a few hundred ns an op; the
+first step is run once under the dispatch layer (:mod:`.dispatch`) to learn each op's FLOPs
+and bytes by (name, shapes) and is left out of the figures. The dispatch collector (a
+Python dispatch mode, several µs an op) is the fallback where no compiler is at hand, and
+``collector="dispatch"`` asks for it.
 
 How time is split. The collector keeps one timeline of the thread that profiles: op
-windows (two clock reads around the op), module entries and exits, region entries and
-exits, step marks. Each op window is the op's time; each gap between two events is the
+windows, module entries and exits, region entries and exits, step marks
+(:mod:`.timeline`). Each op window is the op's time; each gap between two events is the
 Python and framework time of whatever was running then (the innermost module in forward;
 in backward, the module owning the next op's autograd node; else the loop outside the
 model). Observing costs time: the cost of one observed op, of a module's hooks and of a
-region is measured once per process (an empty op and an empty module, timed with and
-without the profiler, interleaved) and subtracted from the gaps around each event, and the
-clock read from inside each op window. What the collector adds itself (the first FLOP
-count of each op and shapes) is timed where it happens and subtracted too.
+region is measured once per process and collector (an empty op and an empty module, timed
+with and without the profiler, interleaved) and subtracted from the gaps around each event,
+and the part that falls inside each op window from it (a clock read; for the native
+collector also the callbacks of the calls nested in the op). What the dispatch collector
+adds itself (the first FLOP count of each op and shapes) is timed where it happens and
+subtracted too.
 
-Ops run by other threads are not seen: dispatch modes are per thread.
+Ops run by other threads are not seen: both collectors observe the thread that profiles.
 """
 
 from __future__ import annotations
@@ -31,17 +40,25 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from ..errors import FastbenchError
 from ..profiling.result import (NOT_IN_OP, OUTSIDE, Cell, Overhead, Profile, TraceEvent,
                                  op_family)
+from . import observer
 from .aten_ops import count_op
 from .dispatch import Modules, tensors
+from .timeline import COST as _COST
+from .timeline import END as _END
+from .timeline import ENTER as _ENTER
+from .timeline import EXIT as _EXIT
+from .timeline import OP as _OP
+from .timeline import REGION_IN as _REGION_IN
+from .timeline import REGION_OUT as _REGION_OUT
+from .timeline import START as _START
+from .timeline import STEP as _STEP
+from .timeline import merge_native, script_of
 
-__all__ = ["Profiler", "calibrate_overhead", "profile_run"]
+__all__ = ["COLLECTORS", "Profiler", "calibrate_overhead", "profile_run"]
 
 _clock = time.perf_counter_ns
 
-# Event kinds on the timeline: an op, a module's entry and exit, a region's, and step marks
-# (_STEP ends a step and starts the next; _START and _END start or end one alone, around
-# the unprofiled calls that alternate with profiled ones).
-_OP, _ENTER, _EXIT, _REGION_IN, _REGION_OUT, _STEP, _START, _END = range(8)
+COLLECTORS = ("auto", "native", "dispatch")
 _MAX_EVENTS = 2_000_000   # about 200 MB of tuples: beyond it, stop recording and say so
 def _signature(args: tuple[Any, ...]) -> tuple[Any, ...]:
     """The shapes of an op's tensor arguments (lists of tensors as tuples of shapes)."""
@@ -56,6 +73,22 @@ def _signature(args: tuple[Any, ...]) -> tuple[Any, ...]:
 
 def _shapes_text(sig: tuple[Any, ...]) -> str:
     return ", ".join(str(s) for s in sig)
+
+
+def _native_shapes(func: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> str:
+    """An op's shapes as the native observer writes them: every schema argument, keyword
+    ones included, and a number passed where the schema takes a tensor (``x + 1``) as the
+    0-d tensor RecordFunction sees."""
+    schema = func._schema.arguments
+    pairs = [*zip(schema, args),
+             *((a, kwargs[a.name]) for a in schema[len(args):] if a.name in kwargs)]
+    sig: list[Any] = []
+    for arg, v in pairs:
+        if isinstance(v, (bool, int, float, complex)) and str(arg.type) == "Tensor":
+            sig.append(())
+        else:
+            sig.extend(_signature((v,)))
+    return _shapes_text(tuple(sig))
 
 
 def _dtype_of(args: tuple[Any, ...]) -> str:
@@ -75,6 +108,7 @@ class _OpInfo:
     bytes: float
     dtype: str
     index: int = 0
+    counted: bool = True   # False: met only by the native observer, FLOPs and bytes unknown
 
 
 class _Infos(dict[tuple[Any, ...], _OpInfo]):
@@ -86,11 +120,24 @@ class _Infos(dict[tuple[Any, ...], _OpInfo]):
     def __init__(self) -> None:
         super().__init__()
         self.table: list[_OpInfo] = []
+        # (name, shapes of all schema arguments) -> index: how the native observer's ranges
+        # find what the dispatch pass learnt.
+        self.learnt: dict[tuple[str, str], int] = {}
 
-    def add(self, key: tuple[Any, ...], info: _OpInfo) -> None:
+    def add(self, key: tuple[Any, ...], info: _OpInfo, native_shapes: str | None = None) -> None:
         info.index = len(self.table)
         self.table.append(info)
         self[key] = info
+        self.learnt.setdefault((info.name, info.shapes if native_shapes is None
+                                else native_shapes), info.index)
+
+    def unlearnt(self, name: str, shapes: str) -> int:
+        """Add an op only the native observer met (no FLOPs or bytes); its index."""
+        info = _OpInfo(name, shapes, 0.0, 0.0, "", counted=False)
+        info.index = len(self.table)
+        self.table.append(info)
+        self.learnt[(name, shapes)] = info.index
+        return info.index
 
 
 class _ProfiledModules(Modules):
@@ -166,7 +213,7 @@ class _Recorder(TorchDispatchMode):  # type: ignore[misc]
             info = self._learn(func, args, kwargs, out, key)
             extra = _clock() - t1
         self._events.append((_OP, t0, t1, info.index, module, phase,
-                             self._regions[-1] if self._regions else "", extra))
+                             self._regions[-1] if self._regions else "", extra, 0))
         return out
 
     def _learn(self, func: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any], out: Any,
@@ -178,12 +225,12 @@ class _Recorder(TorchDispatchMode):  # type: ignore[misc]
         name = f"{func.namespace}::{func.overloadpacket.__name__}"
         info = _OpInfo(name, _shapes_text(key[1]), float(c.flops) if c else 0.0,
                        float(c.bytes) if c else 0.0, _dtype_of(args))
-        self._infos.add(key, info)
+        self._infos.add(key, info, _native_shapes(func, args, kwargs))
         return info
 
 
 # -- the profiler's own cost ------------------------------------------------------------------
-_OVERHEAD: Overhead | None = None
+_OVERHEAD: dict[str, Overhead] = {}   # per collector
 
 
 def _per_call(fn: Callable[[], None], n: int) -> float:
@@ -205,23 +252,36 @@ def _l2_bytes() -> int:
     return 1 << 20
 
 
-def calibrate_overhead(refresh: bool = False) -> Overhead:
+def calibrate_overhead(refresh: bool = False, collector: str = "dispatch") -> Overhead:
     """What observing one op, one module call and one region costs here (seconds), measured
-    once per process.
+    once per process and collector ("dispatch" or "native").
 
     The op cost is that of four common forms of op called in turn, as user code calls them,
     on 8-element tensors (so their arithmetic is negligible): a product of two tensors, a
     tensor plus a Python number, a unary op and a view. The loop is timed with and without
-    the profiler in alternating blocks, and the least disturbed block of each kept. Forms
-    differ (about 5 to 9 µs each here) and so do runs (about ±10%), so for ops of a few µs
-    the subtraction is uncertain by about as much as the ops take. Part of the cost falls
-    inside the op's timed window: the op is called from Python through its overload there,
-    which converts the arguments as the normal call path does not; that part is the
-    product called through its overload, less the normal call, plus a clock read. The
-    module is an ``nn.Identity``; the region an empty ``with`` block."""
-    global _OVERHEAD
-    if _OVERHEAD is not None and not refresh:
-        return _OVERHEAD
+    the profiler in alternating blocks, and the least disturbed block of each kept.
+
+    - dispatch: the cost per op the mode sees. Forms differ (about 5 to 9 µs each here) and
+      so do runs (about ±10%), so for ops of a few µs the subtraction is uncertain by about
+      as much as the ops take. Part of the cost falls inside the op's timed window: the op
+      is called from Python through its overload there, which converts the arguments as the
+      normal call path does not; that part is the product called through its overload, less
+      the normal call, plus a clock read.
+    - native: the cost per range the observer records (about 150-300 ns here), from the
+      forms with every range recorded; then, with the forms' ops recorded and the calls
+      inside them only counted, as the profiler records, the cost of such a call (the rest
+      of the difference). The part of a recorded range's cost inside its window is a clock
+      read.
+
+    The module is an ``nn.Identity``; the region an empty ``with`` block."""
+    if collector not in ("dispatch", "native"):
+        raise ValueError(f"collector must be 'dispatch' or 'native', got {collector!r}")
+    if collector in _OVERHEAD and not refresh:
+        return _OVERHEAD[collector]
+    ext = observer.load() if collector == "native" else None
+    if collector == "native" and ext is None:
+        raise FastbenchError(f"the native observer is not available: "
+                             f"{observer.unavailable_reason()}")
     x, y = torch.zeros(8), torch.zeros(8)
     mul = torch.ops.aten.mul.Tensor
     empty = torch.nn.Identity()
@@ -261,41 +321,97 @@ def calibrate_overhead(refresh: bool = False) -> Overhead:
     # over rounds that alternate the bare and the observed blocks.
     names = ["overload", "bare op", "bare module", "module", "bare region", "region",
              "bare mixed", "mixed", "bare cold", "cold"]
-    best = dict.fromkeys(names, math.inf)
+    best = dict.fromkeys(names + ["all recorded"], math.inf)
+    # The native observer's ranges per call of mixed(): all recorded, then ops recorded and
+    # the calls inside them counted.
+    recorded = ops = inner = 0.0
+    rounds_done = 0
+    op_names: list[str] = []
 
-    def keep(name: str, fn: Callable[[], Any], calls: int = n) -> None:
-        best[name] = min(best[name], _per_call(fn, calls))
+    def keep(name: str, fn: Callable[[], Any], count: int = n) -> None:
+        best[name] = min(best[name], _per_call(fn, count))
 
-    with torch.no_grad():
-        for _ in range(rounds):
-            keep("overload", overload)
-            keep("bare module", module)
-            keep("bare region", lambda: None)
-            keep("bare op", forms[0])
-            keep("bare mixed", mixed)
-            keep("bare cold", mixed_cold, 20)
-            mods = _ProfiledModules(None, events)
-            with mods.hooked(), _Recorder(mods, events, infos, regions):
-                keep("mixed", mixed)
-                keep("cold", mixed_cold, 20)
-            with mods.hooked():
-                keep("module", module)
-            keep("region", reg)
-            events.clear()
-    op_d = (best["mixed"] - best["bare mixed"]) / len(forms)
-    cold_d = (best["cold"] - best["bare cold"]) / len(forms)
-    in_d = best["overload"] - best["bare op"]
-    mod_d = best["module"] - best["bare module"]
+    if ext is not None:
+        ext.open()
+        ext.start()
+        with torch.no_grad():
+            mixed()
+        ext.stop()
+        names_of = ext.keys(0)
+        first = ext.drain()[1]
+        op_names = sorted({names_of[int(k)][0] for k, d in zip(first[:, 0], first[:, 1])
+                           if d == 0})
+    try:
+        with torch.no_grad():
+            for _ in range(rounds):
+                keep("overload", overload)
+                keep("bare module", module)
+                keep("bare region", lambda: None)
+                keep("bare op", forms[0])
+                keep("bare mixed", mixed)
+                keep("bare cold", mixed_cold, 20)
+                if ext is not None:
+                    # Every range recorded (no ops named), then as the profiler records: the
+                    # forms' ops recorded and the calls inside them only counted.
+                    ext.set_ops([])
+                    ext.start()
+                    keep("all recorded", mixed)
+                    ext.stop()
+                    recorded += ext.drain()[0].shape[0] / n
+                    ext.set_ops(op_names)
+                    ext.start()
+                    keep("mixed", mixed)
+                    keep("cold", mixed_cold, 20)
+                    ext.stop()
+                    ints = ext.drain()[1]
+                    ops += ints.shape[0] / (n + 20)
+                    inner += float(ints[:, 3].sum()) / (n + 20)
+                    rounds_done += 1
+                else:
+                    mods = _ProfiledModules(None, events)
+                    with mods.hooked(), _Recorder(mods, events, infos, regions):
+                        keep("mixed", mixed)
+                        keep("cold", mixed_cold, 20)
+                mods = _ProfiledModules(None, events)
+                with mods.hooked():
+                    keep("module", module)
+                keep("region", reg)
+                events.clear()
+        clock = float(ext.clock_read_ns()) if ext is not None else _clock_read_ns()
+    finally:
+        if ext is not None:
+            ext.close()
+    inner_d = 0.0
+    if ext is not None:
+        recorded, ops, inner = (x / rounds_done for x in (recorded, ops, inner))
+        op_d = (best["all recorded"] - best["bare mixed"]) / recorded
+        inner_d = max((best["mixed"] - best["bare mixed"] - ops * op_d) / inner, 0.0) \
+            if inner > 0 else 0.0
+        cold_d = (best["cold"] - best["bare cold"] - inner * inner_d) / ops
+    else:
+        op_d = (best["mixed"] - best["bare mixed"]) / len(forms)
+        cold_d = (best["cold"] - best["bare cold"]) / len(forms)
+    # The native collector times its steps without module hooks (see .timeline).
+    mod_d = best["module"] - best["bare module"] if ext is None else 0.0
     reg_d = best["region"] - best["bare region"]
+    if ext is not None:
+        inside = clock * 1e-9
+    else:
+        inside = max(best["overload"] - best["bare op"], 0.0) + clock * 1e-9
+    _OVERHEAD[collector] = Overhead(max(op_d, inside), inside, max(mod_d, 0.0),
+                                    max(reg_d, 0.0), max(cold_d, op_d, inside),
+                                    float(sweep.nbytes), inner_d)
+    return _OVERHEAD[collector]
+
+
+def _clock_read_ns() -> float:
+    """The median cost of a clock read from Python (ns)."""
     reads = []
     for _ in range(2000):
         a = _clock()
         b = _clock()
         reads.append(b - a)
-    inside = max(in_d, 0.0) + float(np.median(reads)) * 1e-9
-    _OVERHEAD = Overhead(max(op_d, inside), inside, max(mod_d, 0.0), max(reg_d, 0.0),
-                         max(cold_d, op_d, inside), float(sweep.nbytes))
-    return _OVERHEAD
+    return float(np.median(reads))
 
 
 class _RegionTimer:
@@ -332,15 +448,7 @@ def _build(events: Sequence[tuple[Any, ...]], table: Sequence[_OpInfo], overhead
     for i in range(n - 1, -1, -1):
         e = events[i]
         next_op[i] = (e[4], e[5]) if e[0] == _OP else next_op[i + 1]
-    steps = 0
-    open_ = False
-    for e in events:
-        if e[0] in (_STEP, _END) and open_:
-            steps += 1
-        if e[0] in (_STEP, _START):
-            open_ = True
-        elif e[0] == _END:
-            open_ = False
+    steps = _closed_steps(events)
     acc: dict[tuple[str, str, str, str, str], list[Any]] = {}
     net = np.zeros(steps)
     cost = np.zeros(steps)   # ns of observing subtracted in each step
@@ -385,11 +493,17 @@ def _build(events: Sequence[tuple[Any, ...]], table: Sequence[_OpInfo], overhead
                 cell[2] += info.flops
                 cell[3] += info.bytes
 
+    pending = 0.0   # observing cost marked since the last event (ns), off the next gap
     for i, e in enumerate(events):
         kind, t = e[0], e[1]
         counting = step_start is not None and step < steps
+        if kind == _COST:
+            if counting:
+                pending += e[2]
+                cost[step] += e[2]
+            continue
         if counting and t > t_prev:   # the gap before this event
-            gap = max(t - t_prev - prev_cost - before(e), 0.0) * 1e-9
+            gap = max(t - t_prev - prev_cost - before(e) - pending, 0.0) * 1e-9
             region = regions[-1][0] if regions else ""
             nxt = next_op[i] if kind == _OP else None
             if nxt is not None and nxt[1] == "backward":
@@ -402,14 +516,16 @@ def _build(events: Sequence[tuple[Any, ...]], table: Sequence[_OpInfo], overhead
                 module, phase = OUTSIDE, ""
             add((NOT_IN_OP, "", module, region, phase), gap, 0, None)
             net[step] += gap
+        pending = 0.0
         if kind == _OP:
-            _, t0, t1, index, module, phase, region, extra = e
+            _, t0, t1, index, module, phase, region, extra, inner = e
             info = table[index]
             if counting:
-                dur = max(t1 - t0 - op_in, 0.0) * 1e-9
+                inside = op_in + inner   # the calls observed inside the op, too
+                dur = max(t1 - t0 - inside, 0.0) * 1e-9
                 add((info.name, info.shapes, module, region, phase), dur, 1, info)
                 net[step] += dur
-                cost[step] += op_in + half(prev_bytes) + half(info.bytes) + extra
+                cost[step] += inside + half(prev_bytes) + half(info.bytes) + extra
                 trace.append(TraceEvent(info.name, "op", t0 - t_origin, t1 - t0, 0,
                                         {"shapes": info.shapes, "module": module,
                                          "phase": phase or "outside",
@@ -504,36 +620,81 @@ class Profiler:
         calibration for PyTorch's thread count, cached per machine; False for none.
     trace : bool
         Keep the timeline for :func:`fastbench.profiling.chrome_trace`.
+    collector : {"auto", "native", "dispatch"}
+        What times the ops. "native" (the default where it can be built, "auto"): a C++
+        RecordFunction observer, a few hundred ns an op; the first step then runs under the
+        dispatch layer to count FLOPs and is left out of the figures, so profile at least
+        two steps (a block without ``step()`` is one step: it is timed by the dispatch
+        collector). "dispatch": a Python dispatch mode times every op (several µs an op,
+        subtracted), and the first step counts.
     """
 
     def __init__(self, model: torch.nn.Module | None = None, *, warmup: int = 0,
-                 roofline: Any = None, trace: bool = True, name: str | None = None) -> None:
+                 roofline: Any = None, trace: bool = True, name: str | None = None,
+                 collector: str = "auto") -> None:
         if model is not None and not isinstance(model, torch.nn.Module):
             raise TypeError(f"model must be a torch.nn.Module or None, got "
                             f"{type(model).__name__}")
         if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
             raise ValueError(f"warmup must be a whole number of steps >= 0, got {warmup!r}")
+        if collector not in COLLECTORS:
+            raise ValueError(f"collector must be one of {', '.join(COLLECTORS)}, got "
+                             f"{collector!r}")
         self.model = model
         self.warmup = warmup
         self._roofline_arg = roofline
         self._trace = trace
         self._name = name or (type(model).__name__ if model is not None else "run")
+        self._collector_arg = collector
+        self.collector = collector
+        self._fallback: str | None = None   # why the native observer is not used
         self._events: list[tuple[Any, ...]] = []
         self._regions: list[str] = []
         self._infos = _Infos()
         self._region = _RegionTimer(self._events, self._regions)
         self._stack: contextlib.ExitStack | None = None
         self._modules: _ProfiledModules | None = None
+        self._native: Any = None            # the observer module while open
+        self._ranges: list[tuple[np.ndarray, np.ndarray]] = []
+        self._keys: list[tuple[str, str]] = []
+        self._learning = True               # the first step runs under the dispatch layer
+        self._drop_first = False            # leave the first step out of the figures
         self._marked = False
         self.result: Profile | None = None
         self.unprofiled_step_times: list[float] | None = None
 
     # -- recording ----------------------------------------------------------------------
+    def _begin(self) -> None:
+        """Pick the collector, measure its cost (once per process) and open the observer."""
+        self.collector = self._collector_arg
+        if self.collector != "dispatch" and observer.load() is None:
+            reason = observer.unavailable_reason() or "it could not be loaded"
+            if self.collector == "native":
+                raise FastbenchError(f"collector='native' asked for, but {reason}")
+            self._fallback = reason
+            self.collector = "dispatch"
+        elif self.collector == "auto":
+            self.collector = "native"
+        self.overhead = calibrate_overhead(collector=self.collector)
+        if self.collector == "native":
+            self._native = observer.load()
+            self._native.open()
+            self._drop_first = True
+        self._learning = True
+
+    def _end(self) -> None:
+        """Stop observing and close the observer, keeping its ranges' names."""
+        self._pause()
+        if self._native is not None:
+            self._keys = [tuple(k) for k in self._native.keys(0)]
+            self._native.close()
+            self._native = None
+
     def __enter__(self) -> Profiler:
         if self._stack is not None:
             raise FastbenchError("this profiler is already recording; profilers do not nest")
-        self.overhead = calibrate_overhead()
         self.result = None
+        self._begin()
         self._resume()
         self._events.append((_START, _clock()))
         return self
@@ -541,15 +702,33 @@ class Profiler:
     def _resume(self) -> None:
         self._modules = self._modules or _ProfiledModules(self.model, self._events)
         stack = contextlib.ExitStack()
-        stack.enter_context(self._modules.hooked())
-        stack.enter_context(_Recorder(self._modules, self._events, self._infos,
-                                      self._regions))
+        if self._learning or self._native is None:
+            stack.enter_context(self._modules.hooked())
+            stack.enter_context(_Recorder(self._modules, self._events, self._infos,
+                                          self._regions))
+        else:   # no module hooks: modules are replayed from the first step (.timeline)
+            self._native.start()
+            stack.callback(self._native.stop)
         self._stack = stack
 
     def _pause(self) -> None:
         if self._stack is not None:
             self._stack.close()
             self._stack = None
+        if self._native is not None:
+            times, ints = self._native.drain()
+            if times.shape[0]:
+                self._ranges.append((times, ints))
+
+    def _learnt(self) -> None:
+        """The first step is over: from now on the native observer times the ops."""
+        if self._learning and self._native is not None:
+            running = self._stack is not None
+            self._pause()
+            self._learning = False
+            self._native.set_ops(sorted({i.name for i in self._infos.table}))
+            if running:
+                self._resume()
 
     def step(self) -> None:
         """End the current step (call it at the end of each step)."""
@@ -557,6 +736,7 @@ class Profiler:
             raise FastbenchError("step() is called inside the profiler's `with` block")
         self._marked = True
         self._events.append((_STEP, _clock()))
+        self._learnt()
         if len(self._events) > _MAX_EVENTS:
             raise FastbenchError(f"the profile holds over {_MAX_EVENTS} events; profile fewer "
                                  f"steps")
@@ -569,25 +749,66 @@ class Profiler:
 
     def __exit__(self, *exc: Any) -> None:
         end = _clock()
-        self._pause()
+        self._end()
         if exc[0] is not None:
             return
         if not self._marked:   # no step() called: the whole block is one step
             self._events.append((_END, end))
         self.result = self._finish()
 
+    def _timeline(self) -> tuple[list[tuple[Any, ...]], Overhead, int]:
+        """The timeline to build from, the cost model that goes with it and the steps to
+        leave out: the native ops merged in where the observer timed any step, else the
+        dispatch collector's own timeline (one step only: the step that learnt)."""
+        drop = self.warmup + (1 if self._drop_first else 0)
+        if self.collector != "native" or _closed_steps(self._events) < 2:
+            if self.collector == "native":   # only the learning step: timed by dispatch
+                self.collector = "dispatch"
+                self._fallback = ("the block is one step, which the dispatch layer runs to "
+                                  "count FLOPs: call prof.step() after each step to time "
+                                  "the others natively")
+                self.overhead = calibrate_overhead(collector="dispatch")
+                drop = self.warmup
+            return self._events, self.overhead, drop
+        if self._ranges:
+            times = np.concatenate([t for t, _ in self._ranges])
+            ints = np.concatenate([i for _, i in self._ranges])
+        else:
+            times = np.zeros((0, 2), dtype=np.int64)
+            ints = np.zeros((0, 4), dtype=np.int32)
+        table = self._infos.table
+        script = script_of(self._events, lambda index: table[index].name)
+        events = merge_native(self._events, times, ints, self._keys, self._infos.learnt,
+                              self._infos.unlearnt, script, self.overhead.per_op_s * 1e9,
+                              self.overhead.per_inner_call_s * 1e9)
+        return events, self.overhead, drop
+
     def _finish(self) -> Profile:
-        cells, net, gross, trace, tail = _build(self._events, self._infos.table, self.overhead,
-                                                self.warmup)
+        events, overhead, drop = self._timeline()
+        self.overhead = overhead
+        cells, net, gross, trace, tail = _build(events, self._infos.table, overhead, drop)
         warnings = []
         if net.size == 0:
-            raise FastbenchError(f"no step to report: {self.warmup} warmup steps were asked "
-                                 f"for and only {net.size + self.warmup} recorded")
+            raise FastbenchError(f"no step to report: {drop} steps are left out ("
+                                 f"{self.warmup} warmup"
+                                 + (", and the first, which counts FLOPs" if drop > self.warmup
+                                    else "")
+                                 + f") and only {net.size + drop} recorded")
+        if self._fallback:
+            warnings.append(f"ops timed by the Python dispatch collector (several µs an op, "
+                            f"subtracted), not the native observer: {self._fallback}")
         if tail:
             warnings.append(f"{tail} ops ran after the last step() and are left out: call "
                             f"step() at the end of each step")
-        overhead_share = (self.overhead.per_op_s * sum(c.calls for c in cells
-                                                       if c.op != NOT_IN_OP)
+        unlearnt = {i.name for i in self._infos.table if not i.counted}
+        uncounted = {c.op for c in cells if c.op in unlearnt and c.calls}
+        if uncounted:
+            warnings.append(f"{len(uncounted)} kinds of op were first met after the first "
+                            f"step and their FLOPs and bytes are not counted: "
+                            f"{', '.join(sorted(uncounted)[:5])}"
+                            + (", ..." if len(uncounted) > 5 else ""))
+        overhead_share = (overhead.per_op_s * sum(c.calls for c in cells
+                                                  if c.op != NOT_IN_OP)
                           / max(float(np.sum(net)), 1e-12))
         if overhead_share > 0.5:
             warnings.append(f"the profiler's own cost, subtracted, was {overhead_share:.0%} of "
@@ -597,10 +818,11 @@ class Profiler:
             warnings.append(f"{dropped} of {net.size + dropped} steps took far longer than the "
                             f"others (the host was busy) and are left out")
         meta = {"name": self._name, "threads": torch.get_num_threads(),
-                "torch": torch.__version__, "warmup": self.warmup}
+                "torch": torch.__version__, "warmup": self.warmup,
+                "collector": self.collector}
         unprofiled = (np.asarray(self.unprofiled_step_times, dtype=np.float64)
                       if self.unprofiled_step_times else None)
-        return Profile(tuple(cells), net, gross, self.overhead, unprofiled,
+        return Profile(tuple(cells), net, gross, overhead, unprofiled,
                        _roofline(self._roofline_arg), tuple(trace) if self._trace else (),
                        meta, tuple(warnings))
 
@@ -619,6 +841,20 @@ class Profiler:
     def __str__(self) -> str:
         return str(self._profile()) if self.result is not None else \
             f"<fastbench profiler of {self._name}, recording>"
+
+
+def _closed_steps(events: Sequence[tuple[Any, ...]]) -> int:
+    """How many steps the marks on ``events`` close."""
+    steps, open_ = 0, False
+    for e in events:
+        kind = e[0]
+        if kind in (_STEP, _END) and open_:
+            steps += 1
+        if kind in (_STEP, _START):
+            open_ = True
+        elif kind == _END:
+            open_ = False
+    return steps
 
 
 def _drop_disturbed(cells: list[Cell], net: np.ndarray, gross: np.ndarray
@@ -663,25 +899,29 @@ _WARM = _Warm()
 _WARM_INPUT = torch.zeros(1)
 
 
-def _warm_up(events: list[tuple[Any, ...]]) -> None:
-    """One module call with one op through the freshly entered hooks and mode, its events
-    dropped: the first observed call after entering costs tens of µs more than the next
-    (the profiler's paths come back into the caches), which would otherwise land on the
-    step's first module."""
+def _warm_up(events: list[tuple[Any, ...]], native: Any = None) -> None:
+    """One module call with one op through the freshly entered hooks and collector, its
+    events dropped: the first observed call after entering costs tens of µs more than the
+    next (the profiler's paths come back into the caches), which would otherwise land on
+    the step's first module."""
     n = len(events)
     with torch.no_grad():
         _WARM(_WARM_INPUT)
     del events[n:]
+    if native is not None:
+        native.drain()
 
 
 def profile_run(fn: Callable[..., Any], args: Sequence[Any] = (),
                 kwargs: Mapping[str, Any] | None = None, *, steps: int = 20, warmup: int = 2,
                 model: torch.nn.Module | None = None, roofline: Any = None,
-                trace: bool = True, name: str | None = None) -> Profile:
+                trace: bool = True, name: str | None = None,
+                collector: str = "auto") -> Profile:
     """Profile ``fn(*args, **kwargs)`` as a step: ``warmup`` calls, then ``steps`` calls
     profiled alternating with ``steps`` unprofiled ones, so the observer effect is measured
     under the same conditions as the profile (plus one profiled and one unprofiled call
-    first, dropped)."""
+    first, dropped: the profiled one runs under the dispatch layer, which counts each op's
+    FLOPs the first time it meets its shapes)."""
     if not callable(fn):
         raise TypeError(f"fn must be callable, got {type(fn).__name__}")
     if isinstance(steps, bool) or not isinstance(steps, int) or steps < 2:
@@ -695,25 +935,29 @@ def profile_run(fn: Callable[..., Any], args: Sequence[Any] = (),
         model = owner if isinstance(owner, torch.nn.Module) else None
     label = name or (type(model).__name__ if model is not None
                      else getattr(fn, "__qualname__", "run"))
+    prof = Profiler(model, roofline=roofline, trace=trace, name=label, collector=collector)
     for _ in range(warmup):
         fn(*args, **kwargs)
-    # One more profiled step than asked, dropped: the first meets every op's shapes for the
-    # first time (counted then) and the hooks' first calls.
-    prof = Profiler(model, warmup=1, roofline=roofline, trace=trace, name=label)
-    prof.overhead = calibrate_overhead()
+    prof._begin()
+    prof._drop_first = True
     unprofiled: list[float] = []
-    for i in range(steps + 1):
-        t = _clock()
-        fn(*args, **kwargs)
-        if i:
-            unprofiled.append((_clock() - t) * 1e-9)
-        prof._resume()
-        try:
-            _warm_up(prof._events)
-            prof._events.append((_START, _clock()))
+    try:
+        for i in range(steps + 1):
+            t = _clock()
             fn(*args, **kwargs)
-            prof._events.append((_END, _clock()))
-        finally:
-            prof._pause()
+            if i:
+                unprofiled.append((_clock() - t) * 1e-9)
+            if i == 1:
+                prof._learnt()
+            prof._resume()
+            try:
+                _warm_up(prof._events, prof._native)
+                prof._events.append((_START, _clock()))
+                fn(*args, **kwargs)
+                prof._events.append((_END, _clock()))
+            finally:
+                prof._pause()
+    finally:
+        prof._end()
     prof.unprofiled_step_times = unprofiled
     return prof._finish()

@@ -1,0 +1,242 @@
+"""The profiler's timeline: the kinds of event on it, and the native observer's op ranges
+(:mod:`.observer`) turned into its op events and merged with the Python marks (regions,
+steps). No torch and no clock here: arrays in, tuples out.
+
+Which ranges become ops. The observer sees every dispatcher call, nested ones included
+(``aten::linear`` around ``aten::t`` and ``aten::addmm``, those around their own helpers),
+and every autograd node backward runs. The profiler's ops are those its dispatch pass met
+(below autograd, where fastbench counts FLOPs): told their names, the observer records a
+range so named as an op unless it runs inside one, and only counts the ranges inside an op
+(their callbacks' cost lies inside its window). A recorded range with no op under it is an
+op too (one the pass did not meet); the others (a composite such as ``linear``, an autograd
+node) are scaffolding, whose callbacks cost time between ops: that goes on the timeline as
+cost marks. An op's FLOPs and bytes are the pass's for its (name, shapes); shapes the pass
+did not meet count none, and the profile says so.
+
+Which module runs. Module hooks cost about 4 µs a module call (torch's slow call path, then
+Python), more than observing its ops natively, so the steps the observer times run without
+them. The first step, run under the dispatch layer with the hooks, is the script: its ops in
+order, each with its module and pass, and the module entries and exits between them. Each
+timed step's ops are aligned with the script's by name (difflib's matching blocks; the same
+sequence in the usual case) and take their module and pass from it; the entries and exits
+are replayed in the gaps between the aligned ops, at the same fraction of the gap as in the
+script. An op the script lacks takes the module of the op before it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import heapq
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from ..profiling.result import OUTSIDE
+
+__all__ = ["COST", "END", "ENTER", "EXIT", "OP", "REGION_IN", "REGION_OUT", "START", "STEP",
+           "Script", "merge_native", "script_of"]
+
+# Event kinds: an op, a module's entry and exit, a region's, step marks (STEP ends a step and
+# starts the next; START and END start or end one alone, around the unprofiled calls that
+# alternate with profiled ones), and COST: observing time spent between ops, (COST, t, ns).
+OP, ENTER, EXIT, REGION_IN, REGION_OUT, STEP, START, END, COST = range(9)
+
+_RANGE_KIND, _NODE_KIND, _OP_KIND = 0, 1, 2   # the observer's kinds of range (observer.cpp)
+_MARKS = (STEP, START, END)
+
+
+def _roles(depth: np.ndarray, kind: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per recorded range (sorted by start): whether it is an op, and the op it runs inside
+    (-1). The observer marks the ops it knows by name; a plain range with no such op under
+    it is an op too (one the first step did not meet), and what it holds runs inside it."""
+    n = depth.size
+    # Pass 1: whether an op the observer marked lies under each range.
+    below = np.zeros(n, dtype=bool)
+    stack: list[int] = []
+
+    def pop() -> None:
+        j = stack.pop()
+        if stack and (below[j] or kind[j] == _OP_KIND):
+            below[stack[-1]] = True
+
+    for i in range(n):
+        while len(stack) > int(depth[i]):
+            pop()
+        stack.append(i)
+    while stack:
+        pop()
+    # Pass 2: the ops, and what runs inside the ops this pass adds.
+    is_op = (kind == _OP_KIND) | ((kind == _RANGE_KIND) & ~below)
+    inside = np.full(n, -1, dtype=np.int64)
+    outer: list[int] = []            # per depth, the op open at that depth or -1
+    for i in range(n):
+        d = int(depth[i])
+        del outer[d:]
+        host = next((o for o in reversed(outer) if o >= 0), -1)
+        if host >= 0:
+            inside[i] = host
+            is_op[i] = False
+        outer.append(i if is_op[i] else -1)
+    return is_op, inside
+
+
+@dataclass(frozen=True)
+class Script:
+    """The first step's ops in order, as (name, module, phase), and the module events in the
+    gap before each op (``between[j]``, and after the last op ``between[len(ops)]``) as
+    (kind, path, fraction of the gap)."""
+
+    ops: tuple[tuple[str, str, str], ...]
+    between: tuple[tuple[tuple[int, str, float], ...], ...]
+
+
+def script_of(events: Sequence[tuple[Any, ...]], name_of: Callable[[int], str]) -> Script:
+    """The script of the first step on ``events`` (time order): its ops, named by
+    ``name_of(index)``, and its module entries and exits."""
+    ops: list[tuple[str, str, str]] = []
+    between: list[tuple[tuple[int, str, float], ...]] = []
+    pending: list[tuple[int, str, int]] = []
+    gap_start: int | None = None
+
+    def close(end: int) -> None:
+        a = gap_start if gap_start is not None else end
+        span = max(end - a, 1)
+        between.append(tuple((k, p, min(max((t - a) / span, 0.0), 1.0)) for k, p, t in pending))
+        pending.clear()
+
+    for e in events:
+        kind = e[0]
+        if kind in _MARKS:
+            if gap_start is None and kind != END:
+                gap_start = e[1]
+                continue
+            if gap_start is not None:
+                break
+        elif kind == OP:
+            close(e[1])
+            ops.append((name_of(e[3]), e[4], e[5]))
+            gap_start = e[2]
+        elif kind in (ENTER, EXIT):
+            pending.append((kind, e[2], e[1]))
+    else:
+        e = (END, gap_start or 0)
+    close(e[1])
+    return Script(tuple(ops), tuple(between))
+
+
+def _align(script: Sequence[str], step: Sequence[str]) -> list[int]:
+    """For each of a step's ops, the index of the script op it matches, or -1."""
+    if list(script) == list(step):
+        return list(range(len(step)))
+    out = [-1] * len(step)
+    matcher = difflib.SequenceMatcher(None, list(script), list(step), autojunk=False)
+    for a, b, size in matcher.get_matching_blocks():
+        for k in range(size):
+            out[b + k] = a + k
+    return out
+
+
+def _replay(script: Script, names: list[str], t0: list[int], t1: list[int], start: int,
+            end: int) -> tuple[list[tuple[str, str]], list[tuple[Any, ...]]]:
+    """(module, phase) of each of one step's ops, and the script's module events placed in
+    the step's gaps."""
+    match = _align([o[0] for o in script.ops], names)
+    owners: list[tuple[str, str]] = []
+    placed: list[tuple[Any, ...]] = []
+    done = 0                          # script gaps replayed so far
+    prev_end = start
+    current = (OUTSIDE, "")
+
+    def place(upto: int, a: int, b: int) -> None:
+        nonlocal done
+        last = a
+        for g in range(done, upto):
+            for kind, path, f in script.between[g]:
+                t = max(int(a + f * (b - a)), last)
+                placed.append((kind, t, path))
+                last = t
+        done = max(done, upto)
+
+    for i, j in enumerate(match):
+        if j >= done:                 # the script's events up to this op, in the gap before it
+            place(j + 1, prev_end, t0[i])
+            current = script.ops[j][1], script.ops[j][2]
+        owners.append(current)
+        prev_end = t1[i]
+    place(len(script.between), prev_end, max(end, prev_end))
+    return owners, placed
+
+
+def merge_native(marks: Sequence[tuple[Any, ...]], times: np.ndarray, ints: np.ndarray,
+                 keys: Sequence[tuple[str, str]], learnt: Mapping[tuple[str, str], int],
+                 new_op: Callable[[str, str], int], script: Script,
+                 per_range_ns: float, per_inner_ns: float) -> list[tuple[Any, ...]]:
+    """The timeline: ``marks`` (the profiler's Python events, in time order: the first
+    step's, under the dispatch layer, then step marks and regions) merged with the ops among
+    the observer's ranges, their modules replayed from ``script``.
+
+    ``times`` rows are (t0, t1), ``ints`` rows (key, depth, kind, nested), ``keys[key]`` a
+    range's (name, shapes). ``learnt`` maps (name, shapes) to an op's index in the profiler's
+    table; ``new_op(name, shapes)`` adds one it did not learn and returns its index.
+    ``per_range_ns`` is one recorded range's observing cost: put on the timeline as COST
+    marks (half at each end) for the ranges around ops, and inside an op's window for the
+    recorded ranges an op this pass adds holds; ``per_inner_ns`` that of a call the observer
+    only counted inside an op.
+
+    Op events are (OP, t0, t1, index, module, phase, region, extra=0, inner_ns): inner_ns is
+    the observing cost inside the op's window beyond its own clock read.
+    """
+    if times.shape[0] == 0:
+        return list(marks)
+    order = np.lexsort((ints[:, 1], times[:, 0]))   # by start, outer before inner
+    t0, t1 = times[order, 0], times[order, 1]
+    key, depth, kind = ints[order, 0], ints[order, 1], ints[order, 2]
+    names = [(str(keys[k][0]), str(keys[k][1])) for k in range(len(keys))]
+    index_of = np.array([learnt.get(nk, -1) for nk in names], dtype=np.int64)
+    is_op, inside = _roles(depth, kind)
+    inner_ns = (ints[order, 3] * per_inner_ns
+                + np.bincount(inside[inside >= 0], minlength=key.size) * per_range_ns)
+    costs: list[tuple[Any, ...]] = []
+    half = per_range_ns / 2
+    for i in np.flatnonzero(~is_op & (inside < 0)):
+        costs.append((COST, int(t0[i]), half))
+        costs.append((COST, int(t1[i]), half))
+    costs.sort(key=lambda e: e[1])
+    # The ops, step by step (between consecutive step marks), with their modules replayed.
+    ops_at = np.flatnonzero(is_op)
+    bounds = [e[1] for e in marks if e[0] in _MARKS]
+    segment = np.searchsorted(np.asarray(bounds, dtype=np.int64), t0[ops_at], side="right")
+    ops: list[tuple[Any, ...]] = []
+    for seg in np.unique(segment):
+        at = ops_at[segment == seg]
+        start = bounds[seg - 1] if seg > 0 else int(t0[at[0]])
+        end = bounds[seg] if seg < len(bounds) else int(t1[at[-1]])
+        step_names = [names[int(key[i])][0] for i in at]
+        owners, placed = _replay(script, step_names, [int(t0[i]) for i in at],
+                                 [int(t1[i]) for i in at], start, end)
+        step_ops = []
+        for i, (module, phase) in zip(at, owners):
+            k = int(key[i])
+            index = int(index_of[k])
+            if index < 0:
+                index = new_op(*names[k])
+                index_of[k] = index
+            step_ops.append((OP, int(t0[i]), int(t1[i]), index, module, phase,
+                             float(inner_ns[i])))
+        ops.extend(heapq.merge(step_ops, placed, key=lambda e: e[1]))
+    out: list[tuple[Any, ...]] = []
+    regions: list[str] = []
+    for e in heapq.merge(marks, ops, costs, key=lambda e: e[1]):
+        kind = e[0]
+        if kind == OP and len(e) == 7:   # an observer's op: its region is known only here
+            _, a, b, index, module, phase, inner = e
+            out.append((OP, a, b, index, module, phase, regions[-1] if regions else "", 0,
+                        inner))
+            continue
+        if kind == REGION_IN:
+            regions.append(e[2])
+        elif kind == REGION_OUT and regions:
+            regions.pop()
+        out.append(e)
+    return out

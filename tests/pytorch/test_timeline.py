@@ -1,0 +1,115 @@
+"""fastbench.pytorch.timeline on hand-built ranges and marks: which of the native observer's
+ranges are ops, what they cost inside and around them, and the modules replayed from the
+first step's script, every time worked out by hand."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from fastbench.profiling.result import OUTSIDE
+from fastbench.pytorch.timeline import (COST, END, ENTER, EXIT, OP, REGION_IN, REGION_OUT,
+                                        START, Script, _align, _roles, merge_native,
+                                        script_of)
+
+RANGE, NODE, MARKED = 0, 1, 2   # the observer's kinds (observer.cpp)
+
+
+def test_roles_ops_scaffolding_and_what_runs_inside() -> None:
+    # 0 linear [composite]            -> scaffolding (a marked op under it)
+    # 1   addmm [marked op]           -> op
+    # 2 AddmmBackward0 [node]         -> scaffolding
+    # 3   mm [marked op]              -> op
+    # 4 weird [plain, nothing marked] -> op (the first step did not meet it)
+    # 5   empty [plain]               -> inside 4
+    depth = np.array([0, 1, 0, 1, 0, 1])
+    kind = np.array([RANGE, MARKED, NODE, MARKED, RANGE, RANGE])
+    is_op, inside = _roles(depth, kind)
+    assert is_op.tolist() == [False, True, False, True, True, False]
+    assert inside.tolist() == [-1, -1, -1, -1, -1, 4]
+
+
+def test_align_matches_the_script_and_leaves_extra_ops_out() -> None:
+    script = ["aten::addmm", "aten::relu", "aten::addmm"]
+    assert _align(script, script) == [0, 1, 2]
+    assert _align(script, ["aten::addmm", "aten::zeros", "aten::relu", "aten::addmm"]) == \
+        [0, -1, 1, 2]
+    assert _align(script, ["aten::addmm", "aten::addmm"]) in ([0, 2], [0, 1])
+
+
+def _learning_step() -> list[tuple[Any, ...]]:
+    """A model "" holding fc (one addmm) then act (one relu), run between 0 and 100 ns."""
+    return [(START, 0), (ENTER, 10, ""), (ENTER, 20, "fc"),
+            (OP, 30, 40, 0, "fc", "forward", "", 0, 0.0), (EXIT, 50, "fc"),
+            (ENTER, 60, "act"), (OP, 70, 80, 1, "act", "forward", "", 0, 0.0),
+            (EXIT, 90, "act"), (EXIT, 95, ""), (END, 100)]
+
+
+def test_script_of_the_first_step() -> None:
+    names = {0: "aten::addmm", 1: "aten::relu"}
+    s = script_of(_learning_step(), names.__getitem__)
+    assert s.ops == (("aten::addmm", "fc", "forward"), ("aten::relu", "act", "forward"))
+    # Each event at its fraction of its gap: [0, 30], [40, 70], [80, 100].
+    assert s.between == (((ENTER, "", 1 / 3), (ENTER, "fc", 2 / 3)),
+                         ((EXIT, "fc", 1 / 3), (ENTER, "act", 2 / 3)),
+                         ((EXIT, "act", 0.5), (EXIT, "", 0.75)))
+
+
+def test_merge_native_times_attributes_and_charges_by_hand() -> None:
+    marks = [*_learning_step(), (START, 1000), (REGION_IN, 1050, "infer"),
+             (REGION_OUT, 1950, "infer"), (END, 2000)]
+    keys = [("aten::linear", "(4, 8), (2, 8), (2,)"), ("aten::addmm", "(2,), (4, 8), (8, 2)"),
+            ("aten::relu", "(4, 2)"), ("aten::weird", "(4, 2)"), ("aten::empty", "")]
+    # Ranges in the order they ended, as the observer drains them: (t0, t1), (key, depth,
+    # kind, nested).
+    times = np.array([[1200, 1490], [1100, 1500], [1600, 1700], [1820, 1830], [1800, 1900]])
+    ints = np.array([[1, 1, MARKED, 3], [0, 0, RANGE, 0], [2, 0, MARKED, 1],
+                     [4, 1, RANGE, 0], [3, 0, RANGE, 0]], dtype=np.int32)
+    learnt = {("aten::addmm", "(2,), (4, 8), (8, 2)"): 0, ("aten::relu", "(4, 2)"): 1}
+    added: list[tuple[str, str]] = []
+
+    def new_op(name: str, shapes: str) -> int:
+        added.append((name, shapes))
+        return 1 + len(added)
+
+    script = script_of(marks, {0: "aten::addmm", 1: "aten::relu"}.__getitem__)
+    out = merge_native(marks, times, ints, keys, learnt, new_op, script, per_range_ns=200.0,
+                       per_inner_ns=100.0)
+    timed = out[out.index((START, 1000)):]
+    assert timed == [
+        (START, 1000),
+        (REGION_IN, 1050, "infer"),
+        (ENTER, 1066, ""),                 # 1000 + 200/3: the script's fraction of its gap
+        (COST, 1100, 100.0),               # linear's start callback (half a range)
+        (ENTER, 1133, "fc"),
+        (OP, 1200, 1490, 0, "fc", "forward", "infer", 0, 300.0),   # 3 counted calls inside
+        (COST, 1500, 100.0),               # linear's end callback
+        (EXIT, 1526, "fc"),                # 1490 + 110/3
+        (ENTER, 1563, "act"),
+        (OP, 1600, 1700, 1, "act", "forward", "infer", 0, 100.0),
+        # Not in the script: the module of the op before it; the recorded range inside it
+        # costs a whole range inside its window.
+        (OP, 1800, 1900, 2, "act", "forward", "infer", 0, 200.0),
+        (REGION_OUT, 1950, "infer"),
+        (EXIT, 1950, "act"),               # 1900 + 100/2
+        (EXIT, 1975, ""),
+        (END, 2000)]
+    assert added == [("aten::weird", "(4, 2)")]
+
+
+def test_ops_outside_any_module_and_a_step_with_no_ranges() -> None:
+    marks = [(START, 0), (OP, 10, 20, 0, OUTSIDE, "", "", 0, 0.0), (END, 30),
+             (START, 100), (END, 200), (START, 300), (END, 400)]
+    script = script_of(marks, lambda i: "aten::zeros")
+    assert script == Script((("aten::zeros", OUTSIDE, ""),), ((), ()))
+    times = np.array([[310, 320]])
+    ints = np.array([[0, 0, MARKED, 0]], dtype=np.int32)
+    out = merge_native(marks, times, ints, [("aten::zeros", "")], {("aten::zeros", ""): 0},
+                       lambda n, s: -1, script, 200.0, 100.0)
+    assert out[-5:] == [(START, 100), (END, 200), (START, 300),
+                        (OP, 310, 320, 0, OUTSIDE, "", "", 0, 0.0), (END, 400)]
+    empty = merge_native(marks, np.zeros((0, 2), dtype=np.int64),
+                         np.zeros((0, 4), dtype=np.int32), [], {}, lambda n, s: -1, script,
+                         200.0, 100.0)
+    assert empty == marks
