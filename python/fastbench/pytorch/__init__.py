@@ -1,11 +1,13 @@
 """fastbench's PyTorch side: :mod:`.dispatch` (the one dispatch layer, attributing every aten
 op to its module, forward and backward), :mod:`.analyzer` (FLOP and byte counting on it),
-:mod:`.aten_ops` (the cost of each aten op), :mod:`.loading` (models and inputs named on a
+:mod:`.aten_ops` (the cost of each aten op), :mod:`.profiler` (the profiler's collectors),
+:mod:`.observer` (its native op observer, built on first use) and :mod:`.timeline` (the
+observer's ranges on the profiler's timeline), :mod:`.loading` (models and inputs named on a
 command line), :mod:`.models` (the model zoo) and :mod:`.model_card` (``profile_model``, the
 one-call model card).
 
-Every module but this one imports torch; this package imports none of them, so that
-``import fastbench`` never loads torch. Import the module you need explicitly;
+Nearly every module imports torch (``timeline`` does not); this package imports none of
+them, so that ``import fastbench`` never loads torch. Import the module you need explicitly;
 ``profile_model`` is also reachable from here, loading torch on first use.
 """
 

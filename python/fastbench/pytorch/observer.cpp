@@ -13,6 +13,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -69,7 +70,8 @@ struct State {
   std::thread::id owner;
   int32_t depth = 0;
   int32_t op_depth = -1;  // depth of the op open now, -1 if none
-  bool running = false;
+  // Read by any thread a callback runs on (only the owner's record): set after owner.
+  std::atomic<bool> running{false};
   bool shapes = true;     // ask RecordFunction for the inputs (boxing them costs)
   at::CallbackHandle handle = 0;
 };
@@ -181,7 +183,10 @@ bool is_op(State& s, const at::RecordFunction& fn) {
 // start callback ran, with or without a context.
 std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
   State* s = g_state;
-  if (s == nullptr || !s->running || std::this_thread::get_id() != s->owner) return nullptr;
+  if (s == nullptr || !s->running.load(std::memory_order_acquire) ||
+      std::this_thread::get_id() != s->owner) {
+    return nullptr;
+  }
   int32_t d = s->depth++;
   if (s->op_depth >= 0) {  // inside an op: counted only
     ++s->open[static_cast<size_t>(s->op_depth)].nested;
@@ -206,7 +211,8 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
 void on_end(const at::RecordFunction& /*fn*/, at::ObserverContext* /*ctx*/) {
   int64_t t1 = now_ns();
   State* s = g_state;
-  if (s == nullptr || !s->running || std::this_thread::get_id() != s->owner || s->depth == 0) {
+  if (s == nullptr || !s->running.load(std::memory_order_acquire) ||
+      std::this_thread::get_id() != s->owner || s->depth == 0) {
     return;
   }
   int32_t d = --s->depth;
@@ -244,14 +250,14 @@ void observer_start(bool shapes) {
                 .needsInputs(shapes)
                 .scopes({at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION});
   s.handle = at::addThreadLocalCallback(cb);
-  s.running = true;
+  s.running.store(true, std::memory_order_release);
 }
 
 void observer_stop() {
   State& s = state();
   if (!s.running) return;
   at::removeCallback(s.handle);
-  s.running = false;
+  s.running.store(false, std::memory_order_release);
 }
 
 // The events recorded since the last drain, in the order they ended: an int64 array of

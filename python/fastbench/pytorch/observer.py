@@ -2,7 +2,8 @@
 with ``torch.utils.cpp_extension`` (a C++ compiler and ninja are needed; about 10 s once per
 torch version, cached in torch's extensions directory, ``TORCH_EXTENSIONS_DIR``), then
 loaded in a fraction of a second. Where it cannot be built the profiler falls back to its
-Python dispatch-mode collector and says why (:func:`unavailable_reason`).
+Python dispatch-mode collector and says why (:func:`unavailable_reason`);
+``FASTBENCH_NATIVE_OBSERVER=0`` in the environment makes it fall back without trying.
 """
 
 from __future__ import annotations
