@@ -1,11 +1,13 @@
 """fastbench.profile on PyTorch code, against models whose modules take known times: each
-calls a custom op that busy-waits a known duration in fastbench's native spin (forward, and
-a longer one in backward), so the truth of every share is known."""
+calls fastbench's native spin (forward, and twice as long in backward), directly or inside a
+custom op, and times its own body, so the truth of every module's time in every step is
+known even where a busy host stretches the spins."""
 
 from __future__ import annotations
 
 import math
 import time
+from typing import Any
 
 import numpy as np
 import pytest
@@ -18,24 +20,32 @@ from fastbench import _core  # noqa: E402
 from fastbench.profiling import NOT_IN_OP, OUTSIDE, Profile, amdahl, profile  # noqa: E402
 from fastbench.pytorch.profiler import Profiler, calibrate_overhead  # noqa: E402
 
+# Every spinner body as it ran: (module, phase, start ns, end ns) on perf_counter_ns, the
+# profiler's clock. A preempted spin is longer, and so is its entry here.
+LOG: list[tuple[str, str, int, int]] = []
+
 
 @torch.library.custom_op("fastbench_test::spin", mutates_args=())
-def spin(x: torch.Tensor, ns: float) -> torch.Tensor:
+def spin(x: torch.Tensor, ns: float, name: str) -> torch.Tensor:
     _core.spin(ns)
     return x.clone()
 
 
 @spin.register_fake
-def _(x: torch.Tensor, ns: float) -> torch.Tensor:
+def _(x: torch.Tensor, ns: float, name: str) -> torch.Tensor:
     return torch.empty_like(x)
 
 
 def _spin_backward(ctx, grad):  # type: ignore[no-untyped-def]
-    return spin(grad, ctx.backward_ns), None
+    t0 = time.perf_counter_ns()
+    out = spin(grad, ctx.backward_ns, ctx.name)
+    LOG.append((ctx.name, "backward", t0, time.perf_counter_ns()))
+    return out, None, None
 
 
 def _spin_setup(ctx, inputs, output):  # type: ignore[no-untyped-def]
     ctx.backward_ns = 2.0 * inputs[1]
+    ctx.name = inputs[2]
 
 
 spin.register_autograd(_spin_backward, setup_context=_spin_setup)
@@ -47,41 +57,50 @@ class SpinFunction(torch.autograd.Function):
     custom op, so the spin is nearly all of the module's time."""
 
     @staticmethod
-    def forward(ctx, x: torch.Tensor, ns: float) -> torch.Tensor:  # type: ignore[override]
-        ctx.ns = ns
+    def forward(ctx, x: torch.Tensor, ns: float, name: str) -> torch.Tensor:  # type: ignore[override]
+        ctx.ns, ctx.name = ns, name
         _core.spin(ns)
         return x.clone()
 
     @staticmethod
-    def backward(ctx, grad: torch.Tensor) -> tuple[torch.Tensor, None]:  # type: ignore[override]
+    def backward(ctx, grad: torch.Tensor) -> tuple[torch.Tensor, None, None]:  # type: ignore[override]
+        t0 = time.perf_counter_ns()
         _core.spin(2.0 * ctx.ns)
-        return grad.clone(), None
+        out = grad.clone()
+        LOG.append((ctx.name, "backward", t0, time.perf_counter_ns()))
+        return out, None, None
 
 
 class Spinner(nn.Module):
     """A module that takes ``ms`` (times a random factor in [1 - jitter, 1 + jitter] drawn
-    per call) in forward and twice that in backward. The jitter makes steps differ, as real
-    steps do, so the expected share is known while each profile's estimate varies. With
-    ``as_op`` the spin runs inside a custom op (seen as an op of its own)."""
+    per call) in forward and twice that in backward, and logs each body's time. The jitter
+    makes steps differ, as real steps do, so the expected share is known while each
+    profile's estimate varies. With ``as_op`` the spin runs inside a custom op (seen as an
+    op of its own)."""
 
     def __init__(self, ms: float, rng: np.random.Generator, jitter: float = 0.2,
-                 as_op: bool = False) -> None:
+                 as_op: bool = False, name: str = "") -> None:
         super().__init__()
         self.ms = ms
         self.rng = rng
         self.jitter = jitter
         self.as_op = as_op
+        self.name = name
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         ns = self.ms * self.rng.uniform(1 - self.jitter, 1 + self.jitter) * 1e6
-        return spin(x, ns) if self.as_op else SpinFunction.apply(x, ns)
+        t0 = time.perf_counter_ns()
+        out = spin(x, ns, self.name) if self.as_op else SpinFunction.apply(x, ns, self.name)
+        LOG.append((self.name, "forward", t0, time.perf_counter_ns()))
+        return out
 
 
 class KnownSplit(nn.Module):
     def __init__(self, ms: tuple[float, ...], rng: np.random.Generator,
                  jitter: float = 0.05, as_op: bool = False) -> None:
         super().__init__()
-        self.blocks = nn.Sequential(*[Spinner(m, rng, jitter, as_op) for m in ms])
+        self.blocks = nn.Sequential(*[Spinner(m, rng, jitter, as_op, f"blocks.{i}")
+                                      for i, m in enumerate(ms)])
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.blocks(x)
@@ -89,6 +108,16 @@ class KnownSplit(nn.Module):
 
 MS = (2.0, 4.0, 6.0, 8.0)   # forward ms; backward twice as long
 
+
+@pytest.fixture(autouse=True)
+def _one_thread() -> Any:
+    """One intra-op thread: with two, a step waits at every parallel op for whichever thread
+    shares its core with other work, so on a loaded machine step times split into fast and
+    slow ones and medians of 20 alternating steps can differ by tens of percent."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
 
 
 def _need_native() -> None:
@@ -116,47 +145,96 @@ def _module_shares(p: Profile) -> dict[str, tuple[float, float, float]]:
             for i in range(len(MS))}
 
 
+def _profile_steps(model: nn.Module, step: Any, steps: int,
+                   collector: str) -> tuple[Profile, list[tuple[int, int]]]:
+    """``step()`` run ``steps`` times in ``with profile(model)``: the profile, and the span
+    of each step it reports (start and end ns, perf_counter_ns)."""
+    LOG.clear()
+    marks = []
+    with profile(model, roofline=False, collector=collector) as prof:
+        marks.append(time.perf_counter_ns())
+        for _ in range(steps):
+            step()
+            prof.step()
+            marks.append(time.perf_counter_ns())
+    return prof.result, _spans(prof.result, marks)
+
+
+def _spans(p: Profile, marks: list[int]) -> list[tuple[int, int]]:
+    """The span of each step ``p`` reports, from the marks taken at each step's end (the
+    first mark: the start of the first step)."""
+    first, left_out = p.meta["first_step"], set(p.meta["left_out"])
+    spans = [(marks[k], marks[k + 1]) for k in range(first, len(marks) - 1)
+             if k - first not in left_out]
+    assert len(spans) == p.steps
+    return spans
+
+
+def _logged(spans: list[tuple[int, int]], module: str, phase: str) -> np.ndarray:
+    """Seconds the spinner bodies of ``module`` in ``phase`` took in each reported step."""
+    out = np.zeros(len(spans))
+    for name, ph, t0, t1 in LOG:
+        if name == module and ph == phase:
+            for k, (a, b) in enumerate(spans):
+                if a <= t0 < b:
+                    out[k] += (t1 - t0) * 1e-9
+    return out
+
+
+def _profiled(p: Profile, module: str, phase: str) -> np.ndarray:
+    """Seconds the profile gives ``module`` in ``phase`` in each step (ops and between)."""
+    cells = [c.times for c in p.cells if c.module == module and c.phase == phase]
+    return np.sum(cells, axis=0) if cells else np.zeros(p.steps)
+
+
 @both_collectors
 def test_forward_shares_match_known_spins(collector: str) -> None:
-    rng = np.random.default_rng(1)
-    model = KnownSplit(MS, rng, as_op=True)
+    """Each module's time, the spin op and the time around it, against its own body's
+    timing: within 2 points of the step summed over steps, and in a step (the median) at
+    most 300 µs over it, the cost of calling the module. Without load the bodies take 2, 4,
+    6 and 8 ms, and the shares are 10/20/30/40%."""
+    model = KnownSplit(MS, np.random.default_rng(1), as_op=True)
     x = torch.zeros(4)
     with torch.no_grad():
-        p = profile(model, x, steps=12, warmup=1, roofline=False, collector=collector)
-    truth = {f"blocks.{i}": m / sum(MS) for i, m in enumerate(MS)}
-    for name, (share, lo, hi) in _module_shares(p).items():
-        assert abs(share - truth[name]) < 0.02, (name, share, truth[name])
+        p, spans = _profile_steps(model, lambda: model(x), 12, collector)
+    steps_total = float(np.sum(p.step_times))
+    for i, (share, lo, hi) in enumerate(_module_shares(p).values()):
+        name = f"blocks.{i}"
+        truth, got = _logged(spans, name, "forward"), _profiled(p, name, "forward")
+        assert abs(got.sum() - truth.sum()) / steps_total < 0.02, (name, got, truth)
+        assert share == pytest.approx(got.sum() / steps_total, rel=1e-9)
         assert lo <= share <= hi
+        assert -50e-6 < np.median(got - truth) < 300e-6, (name, got, truth)
     # Every op ran in forward, in the module that called it.
     spins = [c for c in p.cells if c.op == "fastbench_test::spin"]
-    assert {c.module for c in spins} == set(truth)
+    assert {c.module for c in spins} == {f"blocks.{i}" for i in range(len(MS))}
     assert {c.phase for c in spins} == {"forward"}
     assert all(c.calls == p.steps for c in spins)
 
 
 @both_collectors
 def test_backward_is_attributed_to_the_module_that_ran_forward(collector: str) -> None:
-    rng = np.random.default_rng(2)
-    model = KnownSplit(MS, rng, as_op=True)
+    model = KnownSplit(MS, np.random.default_rng(2), as_op=True)
     x = torch.zeros(4, requires_grad=True)
-
-    def step() -> None:
-        model(x).sum().backward()
-
-    p = profile(step, steps=8, warmup=1, model=model, roofline=False, collector=collector)
-    for i, ms in enumerate(MS):
-        fwd = [c for c in p.cells if c.op == "fastbench_test::spin"
-               and c.module == f"blocks.{i}" and c.phase == "forward"]
-        bwd = [c for c in p.cells if c.op == "fastbench_test::spin"
-               and c.module == f"blocks.{i}" and c.phase == "backward"]
+    p, spans = _profile_steps(model, lambda: model(x).sum().backward(), 8, collector)
+    steps_total = float(np.sum(p.step_times))
+    for i in range(len(MS)):
+        name = f"blocks.{i}"
+        fwd = [c for c in p.cells if c.op == "fastbench_test::spin" and c.module == name
+               and c.phase == "forward"]
+        bwd = [c for c in p.cells if c.op == "fastbench_test::spin" and c.module == name
+               and c.phase == "backward"]
         assert len(fwd) == 1 and len(bwd) == 1, (i, fwd, bwd)
-        f, b = float(np.mean(fwd[0].times)), float(np.mean(bwd[0].times))
-        # Backward spins twice as long as forward (each call drawn independently, +-20%).
-        assert 1.5 < b / f < 2.7, (i, f, b)
-        assert f == pytest.approx(ms * 1e-3, rel=0.25)
+        for phase, cell in (("forward", fwd[0]), ("backward", bwd[0])):
+            truth = _logged(spans, name, phase)
+            # The spin op inside the body: all of it but the body's Python (tens of µs).
+            assert np.all(cell.times <= truth + 50e-6), (name, phase, cell.times, truth)
+            assert abs(cell.times.sum() - truth.sum()) / steps_total < 0.02
     shares = _module_shares(p)
-    for i, ms in enumerate(MS):
-        assert abs(shares[f"blocks.{i}"][0] - ms / sum(MS)) < 0.02
+    for i in range(len(MS)):
+        name = f"blocks.{i}"
+        truth = _logged(spans, name, "forward").sum() + _logged(spans, name, "backward").sum()
+        assert abs(shares[name][0] - truth / steps_total) < 0.02
 
 
 @both_collectors
@@ -166,23 +244,16 @@ def test_time_between_ops_belongs_to_the_running_module_forward_and_backward(
     the autograd node its forward built (before the clone that node runs)."""
     model = KnownSplit(MS, np.random.default_rng(7))
     x = torch.zeros(4, requires_grad=True)
-
-    def step() -> None:
-        model(x).sum().backward()
-
-    p = profile(step, steps=6, model=model, roofline=False, collector=collector)
-    total = 3 * sum(MS)
-    for i, ms in enumerate(MS):
-        cells = [c for c in p.cells if c.module == f"blocks.{i}"]
-        fwd = sum(float(np.mean(c.times)) for c in cells if c.phase == "forward")
-        bwd = sum(float(np.mean(c.times)) for c in cells if c.phase == "backward")
-        # The spin (±5%), plus the Function's and the module's own call costs (tens of µs).
-        assert fwd == pytest.approx(ms * 1e-3, rel=0.15), (i, fwd)
-        assert bwd == pytest.approx(2 * ms * 1e-3, rel=0.15), (i, bwd)
-        assert 1.7 < bwd / fwd < 2.3, (i, fwd, bwd)
-    shares = _module_shares(p)
-    for i, ms in enumerate(MS):
-        assert abs(shares[f"blocks.{i}"][0] - 3 * ms / total) < 0.02
+    p, spans = _profile_steps(model, lambda: model(x).sum().backward(), 6, collector)
+    steps_total = float(np.sum(p.step_times))
+    for i in range(len(MS)):
+        name = f"blocks.{i}"
+        for phase in ("forward", "backward"):
+            truth, got = _logged(spans, name, phase), _profiled(p, name, phase)
+            assert abs(got.sum() - truth.sum()) / steps_total < 0.02, (name, phase)
+            # The body and the calls around it: the module call (here 30-100 µs from the
+            # model's call to the first body, without the profiler) or the engine's node.
+            assert -50e-6 < np.median(got - truth) < 300e-6, (name, phase, got, truth)
 
 
 def _true_module_times(ms: tuple[float, ...], calls: int = 15) -> list[float]:
@@ -226,26 +297,35 @@ def test_share_intervals_cover_the_truth() -> None:
 
 @both_collectors
 def test_context_form_with_steps_and_regions(collector: str) -> None:
-    rng = np.random.default_rng(3)
-    model = KnownSplit((1.0, 1.0), rng)
+    model = KnownSplit((1.0, 1.0), np.random.default_rng(3))
     x = torch.zeros(4)
+    LOG.clear()
+    marks = []
     with torch.no_grad(), profile(model, roofline=False, collector=collector) as prof:
+        marks.append(time.perf_counter_ns())
         for _ in range(6):
             with prof.region("data loading"):
+                t0 = time.perf_counter_ns()
                 _core.spin(2e6)
                 x = torch.zeros(4)
+                LOG.append(("data loading", "", t0, time.perf_counter_ns()))
             model(x)
             prof.step()
+            marks.append(time.perf_counter_ns())
     assert isinstance(prof, Profiler)
     # The native observer leaves out the first step, which counts FLOPs.
-    assert prof.steps == (5 if collector == "native" else 6)
+    assert prof.steps == (5 if collector == "native" else 6) - len(prof.meta["left_out"])
     assert prof.meta["collector"] == collector
+    spans = _spans(prof.result, marks)
+    total = float(np.sum(prof.step_times))
+    loading = _logged(spans, "data loading", "").sum() / total
+    forward = sum(_logged(spans, f"blocks.{i}", "forward").sum() for i in range(2)) / total
+    # Without load: 2 ms of 4 ms in the named region, the model's forward the rest.
     regions = {r.name: r for r in prof.rows("region")}
-    # 2 ms of 4 ms in the named region, the model's forward the rest.
-    assert regions["data loading"].share == pytest.approx(0.5, abs=0.05)
-    assert regions["model forward"].share == pytest.approx(0.5, abs=0.05)
+    assert regions["data loading"].share == pytest.approx(loading, abs=0.02)
+    assert regions["model forward"].share == pytest.approx(forward, abs=0.02)
     modules = {r.name: r for r in prof.rows("module")}
-    assert OUTSIDE in modules and modules[OUTSIDE].share == pytest.approx(0.5, abs=0.05)
+    assert OUTSIDE in modules and modules[OUTSIDE].share == pytest.approx(loading, abs=0.02)
     # The region's zeros op runs outside any module.
     zeros = [c for c in prof.cells if c.op == "aten::zeros"]
     assert zeros and all(c.module == OUTSIDE and c.region == "data loading" for c in zeros)
@@ -298,9 +378,20 @@ def test_overhead_subtraction_recovers_the_unprofiled_step(collector: str) -> No
     if collector == "dispatch":
         assert p.observer_effect > 1.05   # the cost is real
     assert np.median(p.profiled_step_times) > np.median(p.step_times)   # and subtracted
-    assert p.attributed_ratio == pytest.approx(1.0, abs=0.15)
+    assert p.attributed_ratio == pytest.approx(
+        np.median(p.step_times) / np.median(p.unprofiled_step_times), rel=1e-9)
+    # The least disturbed steps each way: a busy host only ever adds time, and adds more to
+    # the longer profiled steps (a preemption lands in a longer step more often).
+    assert _least(p.step_times) / _least(p.unprofiled_step_times) == pytest.approx(1.0, abs=0.15)
     add = [c for c in p.cells if c.op == "aten::add"]
     assert add and add[0].calls == 50 * p.steps   # steps the host disturbed are left out
+
+
+def _least(times: np.ndarray) -> float:
+    """The mean of the fastest quarter of the steps: what a step takes when the host leaves
+    it alone."""
+    t = np.sort(np.asarray(times))
+    return float(np.mean(t[:max(len(t) // 4, 1)]))
 
 
 class TinyOps(nn.Module):
@@ -326,11 +417,12 @@ def test_native_overhead_subtraction_recovers_a_step_of_tiny_ops() -> None:
         p = profile(TinyOps(), torch.zeros(8), steps=20, roofline=False, collector="native")
     assert p.meta["collector"] == "native"
     assert np.median(p.profiled_step_times) > 1.1 * np.median(p.step_times)
-    assert p.attributed_ratio == pytest.approx(1.0, abs=0.10)
+    assert _least(p.step_times) / _least(p.unprofiled_step_times) == pytest.approx(1.0,
+                                                                                  abs=0.10)
     ops = {c.op for c in p.cells if c.op != NOT_IN_OP}
     assert ops == {"aten::mul", "aten::add", "aten::relu"}
     assert all(c.calls == 100 * p.steps for c in p.cells if c.op in ops)
-    assert not p.warnings   # every op's shapes were met in the first step
+    assert not any("not counted" in w for w in p.warnings)   # all met in the first step
 
 
 def test_overhead_is_measured_and_positive() -> None:

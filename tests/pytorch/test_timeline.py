@@ -50,10 +50,23 @@ def test_script_of_the_first_step() -> None:
     names = {0: "aten::addmm", 1: "aten::relu"}
     s = script_of(_learning_step(), names.__getitem__)
     assert s.ops == (("aten::addmm", "fc", "forward"), ("aten::relu", "act", "forward"))
-    # Each event at its fraction of its gap: [0, 30], [40, 70], [80, 100].
-    assert s.between == (((ENTER, "", 1 / 3), (ENTER, "fc", 2 / 3)),
-                         ((EXIT, "fc", 1 / 3), (ENTER, "act", 2 / 3)),
-                         ((EXIT, "act", 0.5), (EXIT, "", 0.75)))
+    # Each event by its distance from the nearer end of its gap ([0, 30], [40, 70], [80,
+    # 100]): anchor 0 from the start, 1 from the end.
+    assert s.between == (((ENTER, "", 10, 0), (ENTER, "fc", 10, 1)),
+                         ((EXIT, "fc", 10, 0), (ENTER, "act", 10, 1)),
+                         ((EXIT, "act", 10, 0), (EXIT, "", 5, 1)))
+
+
+def test_script_leaves_out_the_hooks_and_the_learning() -> None:
+    # An op learnt for 20 ns after its window; an exit whose hook took 6 ns after its stamp,
+    # an entry whose hook took 4 ns before its stamp. Net gap: 100 - 30 - 20 - 6 - 4 = 40.
+    events = [(START, 0), (OP, 10, 30, 0, "a", "forward", "", 20, 0.0),
+              (EXIT, 55, "a", 6), (ENTER, 90, "b", 4), (OP, 100, 110, 1, "b", "forward", "",
+                                                        0, 0.0), (END, 120)]
+    s = script_of(events, lambda i: "aten::mul")
+    # The exit 5 ns into the net gap (55 - 50); the entry 6 ns before its end: 90 - 50 - 6
+    # - 4 = 30 net, 40 - 30 = 10 from the end, less nothing after it.
+    assert s.between[1] == ((EXIT, "a", 5, 0), (ENTER, "b", 10, 1))
 
 
 def test_merge_native_times_attributes_and_charges_by_hand() -> None:
@@ -79,21 +92,21 @@ def test_merge_native_times_attributes_and_charges_by_hand() -> None:
     timed = out[out.index((START, 1000)):]
     assert timed == [
         (START, 1000),
+        (ENTER, 1010, ""),                 # 10 ns after the gap's start, as in the script
         (REGION_IN, 1050, "infer"),
-        (ENTER, 1066, ""),                 # 1000 + 200/3: the script's fraction of its gap
         (COST, 1100, 100.0),               # linear's start callback (half a range)
-        (ENTER, 1133, "fc"),
+        (ENTER, 1190, "fc"),               # 10 ns before the op
         (OP, 1200, 1490, 0, "fc", "forward", "infer", 0, 300.0),   # 3 counted calls inside
+        (EXIT, 1500, "fc"),                # 1490 + 10
         (COST, 1500, 100.0),               # linear's end callback
-        (EXIT, 1526, "fc"),                # 1490 + 110/3
-        (ENTER, 1563, "act"),
+        (ENTER, 1590, "act"),              # 1600 - 10
         (OP, 1600, 1700, 1, "act", "forward", "infer", 0, 100.0),
         # Not in the script: the module of the op before it; the recorded range inside it
         # costs a whole range inside its window.
         (OP, 1800, 1900, 2, "act", "forward", "infer", 0, 200.0),
+        (EXIT, 1910, "act"),               # 1900 + 10
         (REGION_OUT, 1950, "infer"),
-        (EXIT, 1950, "act"),               # 1900 + 100/2
-        (EXIT, 1975, ""),
+        (EXIT, 1995, ""),                  # 2000 - 5
         (END, 2000)]
     assert added == [("aten::weird", "(4, 2)")]
 

@@ -151,6 +151,7 @@ class _ProfiledModules(Modules):
         self._events = events
 
     def _pre(self, module: torch.nn.Module, args: Any) -> None:
+        t_in = _clock()
         if self._adopt and len(self._stack) == 1:
             self._adopt = False
             for name, m in module.named_modules():
@@ -160,7 +161,10 @@ class _ProfiledModules(Modules):
         self._stack.append(path)
         self._boundaries.append({t.grad_fn for t in tensors(args) if t.grad_fn is not None}
                                 if torch.is_grad_enabled() else set())
-        self._events.append((_ENTER, _clock(), path))
+        t = _clock()
+        # (kind, time, path, ns the hook itself took): .timeline leaves the hooks' own time
+        # out where it replays module entries and exits on steps run without them.
+        self._events.append((_ENTER, t, path, t - t_in))
 
     def _post(self, module: torch.nn.Module, args: Any, output: Any) -> None:
         t = _clock()
@@ -168,7 +172,7 @@ class _ProfiledModules(Modules):
         boundary = self._boundaries.pop() if self._boundaries else set()
         if torch.is_grad_enabled():
             self._claim(path, output, boundary)
-        self._events.append((_EXIT, t, path))
+        self._events.append((_EXIT, t, path, _clock() - t))
 
     def running(self) -> tuple[str, str]:
         """(module, phase) of the op about to run: the owner of the autograd node in
@@ -508,7 +512,10 @@ def _build(events: Sequence[tuple[Any, ...]], table: Sequence[_OpInfo], overhead
             nxt = next_op[i] if kind == _OP else None
             if nxt is not None and nxt[1] == "backward":
                 module, phase = nxt
-            elif prev_op is not None and prev_op[1] == "backward" and not stack:
+            elif (prev_op is not None and prev_op[1] == "backward" and not stack
+                  and kind not in (_STEP, _END)):
+                # Python in a node after its last op; not the engine's return from
+                # backward() and the rest of the step after the last node.
                 module, phase = prev_op
             elif stack:
                 module, phase = stack[-1][0], "forward"
@@ -813,13 +820,15 @@ class Profiler:
         if overhead_share > 0.5:
             warnings.append(f"the profiler's own cost, subtracted, was {overhead_share:.0%} of "
                             f"the step's time: shares of small ops carry that uncertainty")
-        cells, net, gross, dropped = _drop_disturbed(cells, net, gross)
-        if dropped:
-            warnings.append(f"{dropped} of {net.size + dropped} steps took far longer than the "
-                            f"others (the host was busy) and are left out")
+        cells, net, gross, left_out = _drop_disturbed(cells, net, gross)
+        if left_out:
+            warnings.append(f"{len(left_out)} of {net.size + len(left_out)} steps took far "
+                            f"longer than the others (the host was busy) and are left out")
+        # Steps are counted from the first one reported (after warmup and, with the native
+        # collector, the first step); "left_out" names the disturbed ones among them.
         meta = {"name": self._name, "threads": torch.get_num_threads(),
                 "torch": torch.__version__, "warmup": self.warmup,
-                "collector": self.collector}
+                "collector": self.collector, "first_step": drop, "left_out": left_out}
         unprofiled = (np.asarray(self.unprofiled_step_times, dtype=np.float64)
                       if self.unprofiled_step_times else None)
         return Profile(tuple(cells), net, gross, overhead, unprofiled,
@@ -858,24 +867,24 @@ def _closed_steps(events: Sequence[tuple[Any, ...]]) -> int:
 
 
 def _drop_disturbed(cells: list[Cell], net: np.ndarray, gross: np.ndarray
-                    ) -> tuple[list[Cell], np.ndarray, np.ndarray, int]:
+                    ) -> tuple[list[Cell], np.ndarray, np.ndarray, list[int]]:
     """Leave out steps disturbed by the host: observed more than 10 MADs and 50% above the
     median step. Sums over steps give the shares, so one step stretched by a preemption
     would otherwise move every share; steps that merely vary (data-dependent work) stay, as
     leaving out their long tail would bias the shares. Never more than a tenth of the
     steps."""
     if gross.size < 4:
-        return cells, net, gross, 0
+        return cells, net, gross, []
     med = float(np.median(gross))
     mad = float(np.median(np.abs(gross - med)))
     limit = med + max(10 * 1.4826 * mad, 0.5 * med)
     keep = gross <= limit
     if keep.all() or (~keep).sum() > gross.size // 10:
-        return cells, net, gross, 0
+        return cells, net, gross, []
     kept = [Cell(c.op, c.shapes, c.module, c.region, c.phase, c.times[keep],
                  int(round(c.calls * keep.sum() / keep.size)), c.flops, c.bytes, c.dtype)
             for c in cells]
-    return kept, net[keep], gross[keep], int((~keep).sum())
+    return kept, net[keep], gross[keep], [int(i) for i in np.flatnonzero(~keep)]
 
 
 def _roofline(arg: Any) -> Any:

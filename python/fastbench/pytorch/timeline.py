@@ -19,8 +19,9 @@ them. The first step, run under the dispatch layer with the hooks, is the script
 order, each with its module and pass, and the module entries and exits between them. Each
 timed step's ops are aligned with the script's by name (difflib's matching blocks; the same
 sequence in the usual case) and take their module and pass from it; the entries and exits
-are replayed in the gaps between the aligned ops, at the same fraction of the gap as in the
-script. An op the script lacks takes the module of the op before it.
+are replayed in the gaps between the aligned ops, as far from the nearer op as in the script
+(less the hooks' and the dispatch layer's own time there). An op the script lacks takes the
+module of the op before it.
 """
 
 from __future__ import annotations
@@ -43,13 +44,16 @@ __all__ = ["COST", "END", "ENTER", "EXIT", "OP", "REGION_IN", "REGION_OUT", "STA
 OP, ENTER, EXIT, REGION_IN, REGION_OUT, STEP, START, END, COST = range(9)
 
 _RANGE_KIND, _NODE_KIND, _OP_KIND = 0, 1, 2   # the observer's kinds of range (observer.cpp)
+_ENGINE = "autograd::engine::"     # the engine's ranges around the nodes it runs
 _MARKS = (STEP, START, END)
 
 
-def _roles(depth: np.ndarray, kind: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _roles(depth: np.ndarray, kind: np.ndarray,
+           engine: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Per recorded range (sorted by start): whether it is an op, and the op it runs inside
     (-1). The observer marks the ops it knows by name; a plain range with no such op under
-    it is an op too (one the first step did not meet), and what it holds runs inside it."""
+    it is an op too (one the first step did not meet), and what it holds runs inside it,
+    unless ``engine`` marks it as the autograd engine's own range around a node."""
     n = depth.size
     # Pass 1: whether an op the observer marked lies under each range.
     below = np.zeros(n, dtype=bool)
@@ -67,7 +71,10 @@ def _roles(depth: np.ndarray, kind: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     while stack:
         pop()
     # Pass 2: the ops, and what runs inside the ops this pass adds.
-    is_op = (kind == _OP_KIND) | ((kind == _RANGE_KIND) & ~below)
+    plain = (kind == _RANGE_KIND) & ~below
+    if engine is not None:
+        plain &= ~engine
+    is_op = (kind == _OP_KIND) | plain
     inside = np.full(n, -1, dtype=np.int64)
     outer: list[int] = []            # per depth, the op open at that depth or -1
     for i in range(n):
@@ -85,24 +92,41 @@ def _roles(depth: np.ndarray, kind: np.ndarray) -> tuple[np.ndarray, np.ndarray]
 class Script:
     """The first step's ops in order, as (name, module, phase), and the module events in the
     gap before each op (``between[j]``, and after the last op ``between[len(ops)]``) as
-    (kind, path, fraction of the gap)."""
+    (kind, path, ns, anchor): ``ns`` after the gap's start (anchor 0) or before its end
+    (anchor 1), whichever the event was nearer, counted without the profiler's own time."""
 
     ops: tuple[tuple[str, str, str], ...]
-    between: tuple[tuple[tuple[int, str, float], ...], ...]
+    between: tuple[tuple[tuple[int, str, int, int], ...], ...]
 
 
 def script_of(events: Sequence[tuple[Any, ...]], name_of: Callable[[int], str]) -> Script:
     """The script of the first step on ``events`` (time order): its ops, named by
-    ``name_of(index)``, and its module entries and exits."""
+    ``name_of(index)``, and its module entries and exits, each at its distance from the
+    nearer end of the gap it falls in, counted in the gap's time less the profiler's own:
+    the dispatch layer's learning after an op, and each hook's time (an entry's before its
+    stamp, an exit's after it; a 4th element of the event, where given), none of which the
+    replayed steps run. Entries and exits mostly sit next to an op (a module returns right
+    after its last op, the next is entered right away), so a distance from that op holds
+    in a step whose gap is longer or shorter."""
     ops: list[tuple[str, str, str]] = []
-    between: list[tuple[tuple[int, str, float], ...]] = []
-    pending: list[tuple[int, str, int]] = []
+    between: list[tuple[tuple[int, str, int, int], ...]] = []
+    pending: list[tuple[int, str, int, int]] = []   # kind, path, time, the hook's ns
     gap_start: int | None = None
 
     def close(end: int) -> None:
         a = gap_start if gap_start is not None else end
-        span = max(end - a, 1)
-        between.append(tuple((k, p, min(max((t - a) / span, 0.0), 1.0)) for k, p, t in pending))
+        net = max(end - a - sum(c for *_, c in pending), 0)
+        placed = []
+        removed = 0
+        for kind, path, t, c in pending:
+            if kind == ENTER:
+                removed += c
+            offset = min(max(t - a - removed, 0), net)
+            placed.append((kind, path, offset, 0) if 2 * offset <= net
+                          else (kind, path, net - offset, 1))
+            if kind == EXIT:
+                removed += c
+        between.append(tuple(placed))
         pending.clear()
 
     for e in events:
@@ -116,9 +140,11 @@ def script_of(events: Sequence[tuple[Any, ...]], name_of: Callable[[int], str]) 
         elif kind == OP:
             close(e[1])
             ops.append((name_of(e[3]), e[4], e[5]))
-            gap_start = e[2]
+            # The gap starts once the dispatch layer has learnt the op (its ``extra`` ns,
+            # after the op's window).
+            gap_start = e[2] + int(e[7])
         elif kind in (ENTER, EXIT):
-            pending.append((kind, e[2], e[1]))
+            pending.append((kind, e[2], e[1], int(e[3]) if len(e) > 3 else 0))
     else:
         e = (END, gap_start or 0)
     close(e[1])
@@ -152,8 +178,8 @@ def _replay(script: Script, names: list[str], t0: list[int], t1: list[int], star
         nonlocal done
         last = a
         for g in range(done, upto):
-            for kind, path, f in script.between[g]:
-                t = max(int(a + f * (b - a)), last)
+            for kind, path, ns, anchor in script.between[g]:
+                t = min(max(a + ns if anchor == 0 else b - ns, last), b)
                 placed.append((kind, t, path))
                 last = t
         done = max(done, upto)
@@ -194,7 +220,8 @@ def merge_native(marks: Sequence[tuple[Any, ...]], times: np.ndarray, ints: np.n
     key, depth, kind = ints[order, 0], ints[order, 1], ints[order, 2]
     names = [(str(keys[k][0]), str(keys[k][1])) for k in range(len(keys))]
     index_of = np.array([learnt.get(nk, -1) for nk in names], dtype=np.int64)
-    is_op, inside = _roles(depth, kind)
+    engine = np.array([nk[0].startswith(_ENGINE) for nk in names] or [False], dtype=bool)
+    is_op, inside = _roles(depth, kind, engine[key])
     inner_ns = (ints[order, 3] * per_inner_ns
                 + np.bincount(inside[inside >= 0], minlength=key.size) * per_range_ns)
     costs: list[tuple[Any, ...]] = []
