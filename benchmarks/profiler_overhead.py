@@ -4,11 +4,13 @@ and 8, and a GPT-2-small block (768 wide, 12 heads, 128 tokens), inference.
 
 Printed per model: the unprofiled median step; each profiler's observer effect (profiled
 median step / unprofiled median step, with the 95% bootstrap interval of that ratio) and
-per-op cost in µs; fastbench's attributed step
-(net of its subtracted cost) / unprofiled; the largest difference between the two tools'
-shares of the top-10 ops (torch.profiler's self CPU time, fastbench's op time). Then the
-known-split model: four modules spinning 2, 4, 6 and 8 ms (a custom op on fastbench's native
-spin), each share's distance from the truth.
+per-op cost in µs; fastbench's attributed step (net of its subtracted cost) / unprofiled;
+the largest difference between the two tools' shares of the top-10 ops (torch.profiler's
+self CPU time, fastbench's op time). Then a step of 300 ops of 1-2 µs, where each
+profiler's cost per op stands out of the steps' noise (in the models above a cost of a
+fraction of a percent is within it). Then the known-split model: four modules spinning 2,
+4, 6 and 8 ms (a custom op on fastbench's native spin), each share's distance from the
+truth.
 
 Targets: fastbench's observer effect <= torch.profiler's; attributed step within 5% of the
 unprofiled step; every known share within 2 points. Needs torch and, for the native
@@ -156,6 +158,32 @@ def _known_split(steps: int, collector: str) -> None:
           f"[target 2]")
 
 
+def _tiny_ops(steps: int, collector: str) -> None:
+    """Each profiler's cost per op where it can be told from noise: a step of 300 ops on
+    8-element tensors (about 1-2 µs each, so observing them adds a third to the step or
+    more), profiled and unprofiled steps alternating as above."""
+    x, w = torch.zeros(8), torch.ones(8)
+
+    def call() -> None:
+        y = x
+        for _ in range(100):
+            y = (y * w + 1.0).relu()
+
+    with torch.no_grad():
+        for _ in range(3):
+            call()
+        p = fastbench.profile(call, steps=steps, roofline=False, collector=collector)
+        t_bare, t_prof, _ = _torch_profiler(call, steps)
+    ops = sum(c.calls for c in p.cells if c.op != NOT_IN_OP) / p.steps
+    f = (np.median(p.profiled_step_times) - np.median(p.unprofiled_step_times)) / ops
+    t = (statistics.median(t_prof) - statistics.median(t_bare)) / ops
+    print(f"300 tiny ops ({ops:.0f} per step, unprofiled "
+          f"{np.median(p.unprofiled_step_times) * 1e6:.0f} µs): observer effect fastbench "
+          f"{_effect(p.unprofiled_step_times, p.profiled_step_times)} ({f * 1e6:.2f} µs/op)   "
+          f"torch.profiler {_effect(t_bare, t_prof)} ({t * 1e6:.2f} µs/op); fastbench's net "
+          f"step / unprofiled {p.attributed_ratio:.3f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=30, help="profiled steps (default 30)")
@@ -176,6 +204,7 @@ def main() -> None:
     block = models.transformer_block(d_model=768, heads=12, seq=128)
     _compare("GPT-2-small block (768, 12 heads, 128 tokens)", block,
              (torch.randn(1, 128, 768),), args.steps, args.collector)
+    _tiny_ops(args.steps, args.collector)
     _known_split(args.steps, args.collector)
 
 
