@@ -178,6 +178,19 @@ def _lindley_mean_wait(arrivals_s: np.ndarray, service_s: float) -> float:
     return total / arrivals_s.size
 
 
+def _fifo_mean_wait(arrivals_s: np.ndarray, issues_s: np.ndarray, service_s: float) -> float:
+    """Mean wait from each arrival to its start, FIFO with a constant service, where a
+    query starts neither before its arrival nor before it was issued (the feeding thread
+    can be late)."""
+    free = -np.inf
+    total = 0.0
+    for a, i in zip(arrivals_s, issues_s):
+        start = max(a, i, free)
+        total += start - a
+        free = start + service_s
+    return total / arrivals_s.size
+
+
 # Queries per load for the M/D/1 check. Waits near saturation are long-correlated, so the
 # mean of n waits converges slowly: test_md1_query_counts_keep_monte_carlo_error_small
 # simulates the spread of the mean at these n.
@@ -231,7 +244,13 @@ def test_md1_mean_wait_matches_pollaczek_khinchine(rho: float) -> None:
     # These arrivals themselves (fixed seed) give the ideal queue a mean wait near theory:
     # what is left of the 20% below is for the harness and the host.
     assert abs(_lindley_mean_wait(arrivals_s, s) / (rho_a * s / (2 * (1 - rho_a))) - 1) < 0.10
-    assert abs(res.mean_wait_ns / 1e9 / wq - 1) < 0.20, res.lines()
+    # A host that holds up the feeding thread (a query issued milliseconds late, the ones
+    # behind it bunched) adds what the same queue gives with those issue times over what it
+    # gives on schedule; on a quiet host the issues are on time and this is 0.
+    issues_s = np.asarray(res.issues_ns, dtype=np.float64) / 1e9
+    late = _fifo_mean_wait(arrivals_s, issues_s, s) - _fifo_mean_wait(arrivals_s, arrivals_s, s)
+    assert late >= 0
+    assert abs((res.mean_wait_ns / 1e9) / (wq + late) - 1) < 0.20, (late, res.lines())
 
 
 # --- rate search ------------------------------------------------------------------------
