@@ -164,10 +164,19 @@ def _align(script: Sequence[str], step: Sequence[str]) -> list[int]:
 
 
 def _replay(script: Script, names: list[str], t0: list[int], t1: list[int], start: int,
-            end: int) -> tuple[list[tuple[str, str]], list[tuple[Any, ...]]]:
+            end: int, aligned: dict[tuple[str, ...], list[int]] | None = None
+            ) -> tuple[list[tuple[str, str]], list[tuple[Any, ...]]]:
     """(module, phase) of each of one step's ops, and the script's module events placed in
-    the step's gaps."""
-    match = _align([o[0] for o in script.ops], names)
+    the step's gaps. ``aligned`` remembers alignments by the step's op names: steps after
+    the first are mostly alike (a training step whose gradients accumulate into existing
+    ones differs from the first in the same way every time), and difflib on thousands of ops
+    takes a second."""
+    key = tuple(names)
+    match = aligned.get(key) if aligned is not None else None
+    if match is None:
+        match = _align([o[0] for o in script.ops], names)
+        if aligned is not None:
+            aligned[key] = match
     owners: list[tuple[str, str]] = []
     placed: list[tuple[Any, ...]] = []
     done = 0                          # script gaps replayed so far
@@ -235,13 +244,14 @@ def merge_native(marks: Sequence[tuple[Any, ...]], times: np.ndarray, ints: np.n
     bounds = [e[1] for e in marks if e[0] in _MARKS]
     segment = np.searchsorted(np.asarray(bounds, dtype=np.int64), t0[ops_at], side="right")
     ops: list[tuple[Any, ...]] = []
+    aligned: dict[tuple[str, ...], list[int]] = {}
     for seg in np.unique(segment):
         at = ops_at[segment == seg]
         start = bounds[seg - 1] if seg > 0 else int(t0[at[0]])
         end = bounds[seg] if seg < len(bounds) else int(t1[at[-1]])
         step_names = [names[int(key[i])][0] for i in at]
         owners, placed = _replay(script, step_names, [int(t0[i]) for i in at],
-                                 [int(t1[i]) for i in at], start, end)
+                                 [int(t1[i]) for i in at], start, end, aligned)
         step_ops = []
         for i, (module, phase) in zip(at, owners):
             k = int(key[i])
