@@ -349,7 +349,6 @@ def calibrate_overhead(refresh: bool = False, collector: str = "dispatch") -> Ov
         with torch.no_grad():
             for _ in range(rounds):
                 keep("overload", overload)
-                keep("bare module", module)
                 keep("bare region", lambda: None)
                 keep("bare op", forms[0])
                 keep("bare mixed", mixed)
@@ -376,9 +375,11 @@ def calibrate_overhead(refresh: bool = False, collector: str = "dispatch") -> Ov
                     with mods.hooked(), _Recorder(mods, events, infos, regions):
                         keep("mixed", mixed)
                         keep("cold", mixed_cold, 20)
-                mods = _ProfiledModules(None, events)
-                with mods.hooked():
-                    keep("module", module)
+                if ext is None:   # the native collector's timed steps run without hooks
+                    mods = _ProfiledModules(None, events)
+                    with mods.hooked():
+                        keep("module", module)
+                    keep("bare module", module)
                 keep("region", reg)
                 events.clear()
         clock = float(ext.clock_read_ns()) if ext is not None else _clock_read_ns()
@@ -395,7 +396,6 @@ def calibrate_overhead(refresh: bool = False, collector: str = "dispatch") -> Ov
     else:
         op_d = (best["mixed"] - best["bare mixed"]) / len(forms)
         cold_d = (best["cold"] - best["bare cold"]) / len(forms)
-    # The native collector times its steps without module hooks (see .timeline).
     mod_d = best["module"] - best["bare module"] if ext is None else 0.0
     reg_d = best["region"] - best["bare region"]
     if ext is not None:

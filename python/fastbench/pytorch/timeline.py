@@ -43,7 +43,8 @@ __all__ = ["COST", "END", "ENTER", "EXIT", "OP", "REGION_IN", "REGION_OUT", "STA
 # alternate with profiled ones), and COST: observing time spent between ops, (COST, t, ns).
 OP, ENTER, EXIT, REGION_IN, REGION_OUT, STEP, START, END, COST = range(9)
 
-_RANGE_KIND, _NODE_KIND, _OP_KIND = 0, 1, 2   # the observer's kinds of range (observer.cpp)
+# The observer's kinds of range (observer.cpp): a plain range, an autograd node (1), an op.
+_RANGE_KIND, _OP_KIND = 0, 2
 _ENGINE = "autograd::engine::"     # the engine's ranges around the nodes it runs
 _MARKS = (STEP, START, END)
 
@@ -245,8 +246,12 @@ def merge_native(marks: Sequence[tuple[Any, ...]], times: np.ndarray, ints: np.n
     segment = np.searchsorted(np.asarray(bounds, dtype=np.int64), t0[ops_at], side="right")
     ops: list[tuple[Any, ...]] = []
     aligned: dict[tuple[str, ...], list[int]] = {}
-    for seg in np.unique(segment):
-        at = ops_at[segment == seg]
+    # Ranges are sorted by start, so each step's ops are a run of ``ops_at``.
+    cuts = [int(c) for c in np.flatnonzero(np.diff(segment)) + 1]
+    for lo, hi in zip([0, *cuts], [*cuts, ops_at.size]):
+        if lo == hi:
+            continue
+        at, seg = ops_at[lo:hi], int(segment[lo])
         start = bounds[seg - 1] if seg > 0 else int(t0[at[0]])
         end = bounds[seg] if seg < len(bounds) else int(t1[at[-1]])
         step_names = [names[int(key[i])][0] for i in at]

@@ -1,12 +1,15 @@
-"""Plain data of the stats records: JSON-ready copies (:func:`plain`) and the check that a
-result holds no inf or NaN (:func:`require_finite`). No statistics here.
+"""Plain data of the stats records: JSON-ready copies (:func:`plain`), records rebuilt from
+them by their annotations (:func:`restore`) and the check that a result holds no inf or NaN
+(:func:`require_finite`). No statistics here.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any
+import types
+import typing
+from typing import Any, Mapping, TypeVar
 
 import numpy as np
 
@@ -21,6 +24,39 @@ def plain(value: Any) -> Any:
         return {str(k): plain(v) for k, v in value.items()}
     if isinstance(value, np.generic):
         return value.item()
+    return value
+
+
+R = TypeVar("R")
+
+
+def restore(cls: type[R], data: Mapping[str, Any]) -> R:
+    """The frozen dataclass ``cls`` rebuilt from what :func:`plain` made of it: lists back
+    to the annotated tuples (``tuple[int, ...]``, ``tuple[float, float] | None``), nested
+    records rebuilt, numbers as the annotated type. A field absent from ``data`` takes its
+    default."""
+    hints = typing.get_type_hints(cls)
+    kwargs = {f.name: _as(hints[f.name], data[f.name])
+              for f in dataclasses.fields(cls)  # type: ignore[arg-type]
+              if f.name in data}
+    return cls(**kwargs)
+
+
+def _as(tp: Any, value: Any) -> Any:
+    if value is None:
+        return None
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin in (typing.Union, types.UnionType):
+        kinds = [a for a in args if a is not type(None)]
+        return _as(kinds[0], value) if len(kinds) == 1 else value
+    if origin is tuple:
+        if len(args) == 2 and args[1] is Ellipsis:
+            return tuple(_as(args[0], v) for v in value)
+        return tuple(_as(a, v) for a, v in zip(args, value))
+    if dataclasses.is_dataclass(tp):
+        return restore(tp, value)  # type: ignore[arg-type]
+    if tp in (int, float, str, bool):
+        return tp(value)
     return value
 
 

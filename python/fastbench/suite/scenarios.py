@@ -21,7 +21,7 @@ from numpy.typing import NDArray
 from .. import _core
 from .._checks import check_choice, check_fraction, check_int, check_seconds
 from ..stats._scipy import sps
-from ..stats.plain import plain
+from ..stats.plain import plain, restore
 from ..stats.quantiles import quantile_ci
 
 __all__ = [
@@ -197,10 +197,6 @@ def _percentiles(latencies_ns: NDArray[np.float64]) -> tuple[
     return values, cis
 
 
-def _ci(pair: Any) -> tuple[float, float] | None:
-    return None if pair is None else (float(pair[0]), float(pair[1]))
-
-
 def _check_callable(fn: Any) -> Callable[[], object]:
     if not callable(fn):
         raise TypeError(f"fn must be a zero-argument callable, got {type(fn).__name__}")
@@ -287,12 +283,7 @@ class SingleStreamResult:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SingleStreamResult:
         """The result :meth:`to_dict` gave."""
-        d = dict(data)
-        d["latencies_ns"] = tuple(int(v) for v in d["latencies_ns"])
-        for key in ("p50_ci_ns", "p90_ci_ns", "p99_ci_ns"):
-            d[key] = _ci(d[key])
-        d["warnings"] = tuple(d.get("warnings", ()))
-        return cls(**d)
+        return restore(cls, data)
 
     def lines(self) -> list[str]:
         """A few lines of text."""
@@ -432,11 +423,7 @@ class OfflineResult:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> OfflineResult:
         """The result :meth:`to_dict` gave."""
-        d = dict(data)
-        d["throughput_ci_sps"] = _ci(d["throughput_ci_sps"])
-        d["block_throughputs_sps"] = tuple(float(v) for v in d["block_throughputs_sps"])
-        d["warnings"] = tuple(d.get("warnings", ()))
-        return cls(**d)
+        return restore(cls, data)
 
     def lines(self) -> list[str]:
         """A few lines of text."""
@@ -620,13 +607,7 @@ class ServerResult:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ServerResult:
         """The result :meth:`to_dict` gave."""
-        d = dict(data)
-        for key in ("arrivals_ns", "issues_ns", "starts_ns", "finishes_ns"):
-            d[key] = tuple(int(v) for v in d[key])
-        for key in ("wait_ci_ns", "p50_ci_ns", "p90_ci_ns", "p99_ci_ns"):
-            d[key] = _ci(d[key])
-        d["warnings"] = tuple(d.get("warnings", ()))
-        return cls(**d)
+        return restore(cls, data)
 
     def lines(self) -> list[str]:
         """A few lines of text."""
@@ -915,10 +896,7 @@ class RateSearch:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RateSearch:
         """The result :meth:`to_dict` gave."""
-        d = dict(data)
-        d["trials"] = tuple(RateTrial(**t) for t in d["trials"])
-        d["warnings"] = tuple(d.get("warnings", ()))
-        return cls(**d)
+        return restore(cls, data)
 
     def lines(self) -> list[str]:
         """A few lines of text."""
