@@ -1,5 +1,6 @@
 """Plain data of the stats records: JSON-ready copies (:func:`plain`), records rebuilt from
-them by their annotations (:func:`restore`) and the check that a result holds no inf or NaN
+them by their annotations (:func:`restore`, and :class:`PlainRecord`, the base that gives a
+record both) and the check that a result holds no inf or NaN
 (:func:`require_finite`). No statistics here.
 """
 
@@ -28,6 +29,22 @@ def plain(value: Any) -> Any:
 
 
 R = TypeVar("R")
+P = TypeVar("P", bound="PlainRecord")
+
+
+class PlainRecord:
+    """Base of frozen dataclass results whose file form is :func:`plain` data:
+    ``to_dict()`` gives it and ``cls.from_dict(d)`` rebuilds the record (:func:`restore`)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready data (tuples become lists)."""
+        result: dict[str, Any] = plain(self)
+        return result
+
+    @classmethod
+    def from_dict(cls: type[P], data: Mapping[str, Any]) -> P:
+        """The record :meth:`to_dict` gave."""
+        return restore(cls, data)
 
 
 def restore(cls: type[R], data: Mapping[str, Any]) -> R:

@@ -21,7 +21,7 @@ from numpy.typing import NDArray
 from .. import _core
 from .._checks import check_choice, check_fraction, check_int, check_seconds
 from ..stats._scipy import sps
-from ..stats.plain import plain, restore
+from ..stats.plain import PlainRecord
 from ..stats.quantiles import quantile_ci
 
 __all__ = [
@@ -226,7 +226,7 @@ def _fmt_ci_ms(ci: tuple[float, float] | None) -> str:
 # SingleStream
 
 @dataclass(frozen=True)
-class SingleStreamResult:
+class SingleStreamResult(PlainRecord):
     """One query after another, each timed.
 
     Attributes
@@ -274,16 +274,6 @@ class SingleStreamResult:
     p90_ci_ns: tuple[float, float] | None
     p99_ci_ns: tuple[float, float] | None
     warnings: tuple[str, ...] = ()
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready data (tuples become lists)."""
-        result: dict[str, Any] = plain(self)
-        return result
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> SingleStreamResult:
-        """The result :meth:`to_dict` gave."""
-        return restore(cls, data)
 
     def lines(self) -> list[str]:
         """A few lines of text."""
@@ -380,7 +370,7 @@ def single_stream(fn: Callable[[], object], *, min_queries: int = 256,
 # Offline
 
 @dataclass(frozen=True)
-class OfflineResult:
+class OfflineResult(PlainRecord):
     """Calls back to back; throughput in samples per second.
 
     Attributes
@@ -414,16 +404,6 @@ class OfflineResult:
     block_throughputs_sps: tuple[float, ...]
     mean_call_ns: float
     warnings: tuple[str, ...] = ()
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready data (tuples become lists)."""
-        result: dict[str, Any] = plain(self)
-        return result
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> OfflineResult:
-        """The result :meth:`to_dict` gave."""
-        return restore(cls, data)
 
     def lines(self) -> list[str]:
         """A few lines of text."""
@@ -509,7 +489,7 @@ def offline(fn: Callable[[], object], *, samples_per_call: int, min_duration_s: 
 # Server
 
 @dataclass(frozen=True)
-class ServerResult:
+class ServerResult(PlainRecord):
     """Poisson arrivals served first come, first served by one server.
 
     Times are integers of nanoseconds on ``time.perf_counter_ns`` measured from the
@@ -598,16 +578,6 @@ class ServerResult:
         """Nearest-rank ``q`` quantile of the latencies."""
         return _nearest_rank(np.sort(self.latencies_ns),
                              check_fraction("q", q, example="0.99 for the p99"))
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready data (tuples become lists)."""
-        result: dict[str, Any] = plain(self)
-        return result
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ServerResult:
-        """The result :meth:`to_dict` gave."""
-        return restore(cls, data)
 
     def lines(self) -> list[str]:
         """A few lines of text."""
@@ -856,7 +826,7 @@ class RateTrial:
 
 
 @dataclass(frozen=True)
-class RateSearch:
+class RateSearch(PlainRecord):
     """The highest Poisson rate whose latency percentile stayed within a bound.
 
     Attributes
@@ -887,16 +857,6 @@ class RateSearch:
     tolerance: float
     trials: tuple[RateTrial, ...]
     warnings: tuple[str, ...] = ()
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready data (trials become a list of dicts)."""
-        result: dict[str, Any] = plain(self)
-        return result
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> RateSearch:
-        """The result :meth:`to_dict` gave."""
-        return restore(cls, data)
 
     def lines(self) -> list[str]:
         """A few lines of text."""
