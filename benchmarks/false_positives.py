@@ -8,9 +8,12 @@ Target: fastbench's rate <= alpha + 2 points.
 
 Across invocations (--part cross-run), as a user saving results and comparing them does:
 each pair is two separate `fastbench timeit -o FILE` invocations of identical code, compared
-by `fastbench compare A.json B.json`; once with one run per side (judged against the
-run-to-run variation `fastbench variation` measured first, in a cache directory of the
-script's own) and once with `--processes 5`. Beside it, `python -m pyperf timeit --fast -o`
+by `fastbench compare A.json B.json`; once with one run per side and once with
+`--processes 5`. The script works in a cache directory of its own and runs `fastbench
+variation` first. A single run a side is judged against how the saved single runs of the
+same statement varied so far (the run log, which every `timeit -o` feeds): the first pairs
+can only say "cannot tell", later ones judge against an estimate with more degrees of
+freedom. Beside it, `python -m pyperf timeit --fast -o`
 twice and `python -m pyperf compare_to`. A third invocation per pair runs the same statement
 10% slower (range(1100) instead of range(1000)); comparing it with the first gives the
 detection rate. Targets: A/A false positives <= 5% in both fastbench modes; the 10% slowdown

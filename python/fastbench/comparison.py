@@ -16,10 +16,10 @@ from typing import Any, Callable, Literal, Mapping, Sequence, overload
 from ._checks import check_choice, check_finite, check_fraction, check_int
 from .counters import CountComparison, InstructionCount, compare_counts
 from .counters import count_instructions, count_statement_instructions
-from .machine import known_run_variation
+from .machine import known_run_variation, logged_runs
 from .measurement import Measurement
 from .stats import SampleComparison, adjust_pvalues, compare_samples
-from .stats.runs import compare_runs
+from .stats.runs import compare_runs, successive_spread
 from .timing import Target, callable_target, gc_paused, run_config, statement_target
 from .timing.callables import METRICS
 from .timing.config import MAX_COUNT
@@ -433,21 +433,27 @@ def compare(
 
 
 def _variation(measurements: Sequence[Measurement],
-               given: float | None) -> tuple[float | None, int | None]:
-    """The run-to-run variation to judge single runs against, and its degrees of freedom:
-    the one given, else the largest the measurements carry, else this machine's."""
+               given: float | None) -> tuple[float | None, int | None, str]:
+    """The run-to-run variation to judge single runs against, its degrees of freedom and
+    what it is: the one given, else what the run log learned of the single runs' workloads
+    on this machine, else the largest the measurements carry, else this machine's."""
     if given is not None:
         value = check_finite("run_variation", given)
         if not 0.0 <= value < 1.0:
             raise ValueError(f"run_variation must be a fraction in [0, 1) such as 0.03 for 3%, "
                              f"got {given!r}")
-        return value, None
+        return value, None, "runs here (as given)"
+    workloads = sorted({m.workload for m in measurements if m.runs == 1 and m.workload})
+    learned = successive_spread(*(logged_runs(w) for w in workloads))
+    if learned is not None:
+        what = "this benchmark's" if len(workloads) == 1 else "these benchmarks'"
+        return learned.sd, learned.df, f"{what} {learned.runs} saved runs here"
     carried = [m for m in measurements if m.run_variation is not None]
     if carried:
         worst = max(carried, key=lambda m: m.run_variation or 0.0)
-        return worst.run_variation, worst.run_variation_df
+        return worst.run_variation, worst.run_variation_df, "runs on this machine"
     here = known_run_variation()
-    return (None, None) if here is None else (here.rel_sd, here.df)
+    return (None, None, "") if here is None else (here.rel_sd, here.df, "runs on this machine")
 
 
 def _within(m: Measurement) -> float:
@@ -471,12 +477,13 @@ def judge_runs(
     """Each candidate's runs against the baseline's (:func:`fastbench.stats.runs.compare_runs`
     on the run medians), then the p-values corrected across candidates."""
     _check_judgement(alpha, min_effect, correction)
-    variation, df = _variation(list(measurements.values()), run_variation)
+    variation, df, source = _variation(list(measurements.values()), run_variation)
     base = measurements[baseline_name]
     results = {
         name: compare_runs(base.run_medians_ns, m.run_medians_ns, paired=paired, alpha=alpha,
                            min_effect=min_effect, run_variation=variation, variation_df=df,
-                           within_a=_within(base), within_b=_within(m))
+                           within_a=_within(base), within_b=_within(m),
+                           variation_source=source or "runs on this machine")
         for name, m in measurements.items() if name != baseline_name
     }
     return _corrected(results, correction)
@@ -573,12 +580,15 @@ def compare_measurements(
 
     - several runs per side (at least 3, e.g. saved with ``processes=5``): Welch's t test
       on the log run medians;
-    - a single run on a side: the difference must exceed the run-to-run variation of this
-      machine: ``run_variation`` when given, else the largest the measurements carry (known
-      when they were taken), else what ``fastbench variation`` stored for this machine (or
-      ``FASTBENCH_RUN_VARIATION``). Otherwise the verdict is ``"cannot tell"``, with a warning
-      saying how much runs vary and how many processes would tell; without any known
-      variation, always ``"cannot tell"``.
+    - a single run on a side: the difference must exceed the run-to-run variation:
+      ``run_variation`` when given; else what this machine's run log learned of the
+      workload from its saved single runs (:mod:`fastbench.machine.runlog`; the spread of
+      consecutive runs, :func:`fastbench.stats.runs.successive_spread`, with its degrees of
+      freedom, so two saved runs can only say "cannot tell"); else the largest the
+      measurements carry (known when they were taken); else what ``fastbench variation``
+      stored for this machine (or ``FASTBENCH_RUN_VARIATION``). Otherwise the verdict is
+      ``"cannot tell"``, with a warning saying how much runs vary and how many processes
+      would tell; without any known variation, always ``"cannot tell"``.
 
     Parameters
     ----------

@@ -107,12 +107,19 @@ class Measurement:
         Calls per sample of each run (each worker calibrates its own); empty for one run.
     run_variation : float or None
         How much separate runs of the same code vary on this machine (relative standard
-        deviation of their medians), as known when the measurement was taken (measured by
-        ``fastbench variation``, or given); None when unknown. Reports and comparisons of a
-        single-run result use it.
+        deviation of their medians), as known when the measurement was taken: learned from
+        at least 3 saved runs of this workload (the run log), else measured by ``fastbench
+        variation`` or given; None when unknown. Reports and comparisons of a single-run
+        result use it.
     run_variation_df : int or None
         Degrees of freedom of ``run_variation`` (the processes it was measured with, minus
         one); None for a value given without them.
+    workload : str
+        What was measured, as a key: a hash of the statement and setup, or of the
+        callable's module, qualified name, first line and argument types. Single-run
+        results of one workload saved on a machine feed its run log
+        (:mod:`fastbench.machine.runlog`), from which comparisons learn how much its runs
+        vary; "" when unknown (another tool's file).
 
     Notes
     -----
@@ -144,6 +151,7 @@ class Measurement:
     run_loops: tuple[int, ...] = ()
     run_variation: float | None = None
     run_variation_df: int | None = None
+    workload: str = ""
     # Figures computed from the fields above, filled on first use. Not an __init__ argument,
     # so dataclasses.replace() gives the copy an empty cache of its own: a shared one would
     # report the original's figures for the new samples, and fill the original's with the
@@ -319,6 +327,7 @@ class Measurement:
             "run_loops": list(self.run_loops),
             "run_variation": self.run_variation,
             "run_variation_df": self.run_variation_df,
+            "workload": self.workload,
         }
 
     @classmethod
@@ -378,6 +387,7 @@ class Measurement:
             run_loops=run_loops,
             run_variation=None if variation is None else float(variation),
             run_variation_df=None if variation_df is None else int(variation_df),
+            workload=str(data.get("workload", "")),
         )
 
     @classmethod
@@ -426,6 +436,7 @@ class Measurement:
             run_loops=tuple(r.loops for r in runs) if len(runs) > 1 else (),
             run_variation=first.run_variation,
             run_variation_df=first.run_variation_df,
+            workload=first.workload,
         )
         return replace(m, warnings=measurement_warnings(m))
 

@@ -19,11 +19,12 @@ import time
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Union
+from typing import Any, Mapping, Union
 
 from .._version import __version__
 from ..errors import FastbenchError
 from ..machine.metadata import machine_metadata
+from ..machine.runlog import record_runs
 from .kinds import json_type, kind_named, kind_of, kinds
 from .schema import check_data, child
 
@@ -211,6 +212,10 @@ def save(obj: object, path: PathArg) -> None:
     replaced. Temporary files that a killed save left in the directory (our name pattern
     and content, older than STALE_TEMP_S, 10 minutes) are removed.
 
+    Saving single-run measurements also appends each one's median, by workload, to this
+    machine's run log (:mod:`fastbench.machine.runlog`, off with ``FASTBENCH_RUN_LOG=0``):
+    the runs later single-run comparisons of the same workload are judged against.
+
     Parameters
     ----------
     obj : Measurement, mapping or sequence of Measurement, or another result kind
@@ -277,6 +282,16 @@ def save(obj: object, path: PathArg) -> None:
             pass
         raise
     _fsync_dir(real.parent)
+    if kind.name in ("measurement", "measurements"):
+        _log_runs(obj)
+
+
+def _log_runs(obj: Any) -> None:
+    """Remember the median of each single-run measurement saved, by workload, in this
+    machine's run log (:mod:`fastbench.machine.runlog`)."""
+    items = obj.values() if isinstance(obj, Mapping) else obj if isinstance(obj, (list, tuple)) \
+        else [obj]
+    record_runs((m.workload, m.median_ns) for m in items if m.workload and m.runs == 1)
 
 
 # --------------------------------------------------------------------------------------

@@ -25,12 +25,18 @@ from .samples import as_samples
 from .twosample import (CANNOT_TELL, MIN_RUNS, SampleComparison, _cliffs_delta, _effect_sizes,
                         _mannwhitney, _verdict, _welch_log)
 
-__all__ = ["RunLevel", "compare_runs", "processes_needed", "run_level", "run_spread"]
+__all__ = ["RunLevel", "SuccessiveSpread", "compare_runs", "processes_needed", "run_level",
+           "run_spread", "successive_spread"]
 
 # The power the processes suggestion aims at, for a difference of the size asked about.
 _POWER = 0.8
 # Suggested processes are kept within these bounds.
 _PROCESSES_RANGE = (3, 100)
+# A step between two consecutive runs beyond this many standard deviations of a difference
+# (estimated robustly from all the steps) is a change of the code or the machine, not
+# run-to-run variation: successive_spread leaves it out. For normal steps that is one in
+# three million.
+_SHIFT_SDS = 5.0
 
 
 @dataclass(frozen=True)
@@ -71,6 +77,75 @@ def run_spread(medians: Any) -> float | None:
     """Standard deviation (ddof=1) of the log run medians; None with fewer than 2 runs."""
     logs = _logs(medians, "medians")
     return float(np.std(logs, ddof=1)) if logs.size > 1 else None
+
+
+@dataclass(frozen=True)
+class SuccessiveSpread:
+    """How much runs of one benchmark vary, from its runs in the order they were taken.
+
+    Attributes
+    ----------
+    sd : float
+        Relative standard deviation between runs (of their log medians).
+    df : int
+        Degrees of freedom the estimate is worth (a chi-square with the same variance).
+    runs : int
+        Runs it came from.
+    shifts : int
+        Steps between consecutive runs left out as changes of level (see
+        :func:`successive_spread`).
+    """
+
+    sd: float
+    df: int
+    runs: int
+    shifts: int
+
+
+def successive_spread(*series: Any) -> SuccessiveSpread | None:
+    """Run-to-run standard deviation from consecutive runs, robust to changes of level.
+
+    Each series holds one benchmark's run medians in the order they were taken (invocations
+    minutes or days apart). The estimate is von Neumann's mean square successive difference
+    on the logs, ``sum(d²) / (2 · steps)`` pooled over the series, so a level that changed
+    once (the code got faster, the machine was upgraded) adds one step instead of inflating
+    every deviation from a common mean. A step beyond 5 standard deviations of a step, the
+    scale taken robustly from the median absolute step, is such a change and is left out.
+
+    For normal runs the estimate's variance is ``(3n - 4) / (n - 1)²`` · sd⁴ for n runs
+    (von Neumann 1941), so a series is worth ``2 (n - 1)² / (3n - 4)`` degrees of freedom
+    (1 for two runs, about 2n/3 for many); the pooled estimate sums them.
+
+    Returns None when no series has two runs.
+
+    Raises
+    ------
+    ValueError
+        A series holds non-finite or non-positive medians.
+    """
+    steps: list[NDArray[np.float64]] = []
+    df = 0.0
+    runs = 0
+    for i, values in enumerate(series):
+        x = np.asarray(values, dtype=np.float64)
+        if x.size == 0:
+            continue
+        logs = _logs(x, f"series {i}")
+        runs += int(logs.size)
+        if logs.size > 1:
+            steps.append(np.diff(logs))
+            n = logs.size
+            df += 2.0 * (n - 1) ** 2 / (3.0 * n - 4.0)
+    if not steps:
+        return None
+    d = np.concatenate(steps)
+    scale = float(np.median(np.abs(d))) / 0.6744897501960817  # the SD of a step, robustly
+    kept = d[np.abs(d) <= _SHIFT_SDS * scale] if scale > 0.0 else d
+    shifts = int(d.size - kept.size)
+    # Leaving steps out leaves their share of the degrees of freedom out too.
+    df *= kept.size / d.size
+    sd = math.sqrt(float(np.sum(kept * kept)) / (2.0 * kept.size))
+    return SuccessiveSpread(sd=sd, df=max(1, int(df)), runs=runs, shifts=shifts)
 
 
 def run_level(medians: Any, confidence: float = 0.95) -> RunLevel:
@@ -125,6 +200,7 @@ def compare_runs(
     variation_df: int | None = None,
     within_a: float = 0.0,
     within_b: float = 0.0,
+    variation_source: str = "runs on this machine",
 ) -> SampleComparison:
     """Compare baseline runs ``a`` with candidate runs ``b``: one median per run and side.
 
@@ -162,6 +238,9 @@ def compare_runs(
         Degrees of freedom of ``run_variation`` when it was estimated (processes - 1).
     within_a, within_b : float
         Relative standard error of a single run's median, from its own samples.
+    variation_source : str
+        Whose runs ``run_variation`` describes, as the "cannot tell" warning says it
+        ("runs on this machine", "this benchmark's 12 saved runs here").
 
     Raises
     ------
@@ -219,7 +298,7 @@ def compare_runs(
     verdict = _verdict(p, al, speedup, eff, ci, n if mode == "runs" else max(n, 1), mode)
     if mode == "variation" and verdict == CANNOT_TELL and measured is not None:
         needed = processes_needed(measured, max(eff, abs(speedup - 1.0)), al)
-        notes.append(f"{CANNOT_TELL}: runs on this machine vary by about {measured * 100:.1f}%; "
+        notes.append(f"{CANNOT_TELL}: {variation_source} vary by about {measured * 100:.1f}%; "
                      f"measure with processes={needed}")
     xa, xb = np.exp(log_a), np.exp(log_b)
     cohens_d, hedges_g = _effect_sizes(xa, xb)

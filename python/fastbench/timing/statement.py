@@ -17,7 +17,7 @@ from ..measurement import Measurement
 from .config import DEFAULT_DURATION_S, DEFAULT_SAMPLE_S, run_config
 from .callables import METRICS, in_workers, measure, with_memory
 from .sampling import run_target
-from .targets import Target
+from .targets import Target, workload_key
 from .workers import statement_job
 
 
@@ -94,7 +94,8 @@ def statement_target(stmt: str, setup: str, glob: dict[str, Any], clock: str,
     inner = _compile_inner(stmt, setup, glob, clock)
     floor = _compile_inner("pass", setup, glob, clock)
     return Target(_core.Sampler.inner(inner, clock), _core.Sampler.inner(floor, clock),
-                  clock, "statement", stmt if name is None else name)
+                  clock, "statement", stmt if name is None else name,
+                  workload_key("statement", stmt, setup))
 
 
 @overload

@@ -6,6 +6,7 @@ several targets; the order of those steps is sampling.py's. Nothing here reads a
 
 from __future__ import annotations
 
+import hashlib
 import keyword
 import types
 from dataclasses import replace
@@ -15,9 +16,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .. import _core
-from ..machine import known_run_variation
+from ..machine import known_run_variation, logged_runs
 from ..measurement import Measurement, measurement_warnings
 from ..stats.robust import median_mad
+from ..stats.runs import successive_spread
 from .config import RunConfig
 
 # Samples taken of each floor (empty native loop, no-op call) at the measured loops count.
@@ -32,12 +34,13 @@ class Target:
     """
 
     def __init__(self, sampler: _core.Sampler, floor: _core.Sampler, clock: str,
-                 floor_kind: str, name: str) -> None:
+                 floor_kind: str, name: str, workload: str = "") -> None:
         self.sampler = sampler
         self.floor = floor
         self.clock = clock
         self.floor_kind = floor_kind
         self.name = name
+        self.workload = workload
         self.loops = 0
         self.calibration_trials = 0
         self.warmup_ns: NDArray[np.float64] = np.empty(0)
@@ -69,7 +72,7 @@ class Target:
                     cfg: RunConfig) -> Measurement:
         """The Measurement of this target's samples, with its warnings."""
         overhead, overhead_mad, floor, floor_mad = self.floors
-        variation = known_run_variation()
+        variation = _variation(self.workload)
         m = Measurement(
             samples_ns=np.asarray(samples_ns, dtype=np.float64),
             loops=self.loops,
@@ -85,10 +88,21 @@ class Target:
             elapsed_s=elapsed_s,
             target_rel_ci=cfg.target_rel_ci,
             stop_reason=stop_reason,
-            run_variation=None if variation is None else variation.rel_sd,
-            run_variation_df=None if variation is None else variation.df,
+            run_variation=None if variation is None else variation[0],
+            run_variation_df=None if variation is None else variation[1],
+            workload=self.workload,
         )
         return replace(m, warnings=measurement_warnings(m, _core.auto_clock()[1]))
+
+
+def _variation(workload: str) -> tuple[float, int | None] | None:
+    """The run-to-run variation a new single run carries and its degrees of freedom: what
+    the run log learned of this workload from at least 3 saved runs, else the machine's."""
+    learned = successive_spread(logged_runs(workload)) if workload else None
+    if learned is not None and learned.runs >= 3:
+        return learned.sd, learned.df
+    here = known_run_variation()
+    return None if here is None else (here.rel_sd, here.df)
 
 
 # -- the call floor of a callable ----------------------------------------------------------------
@@ -122,6 +136,24 @@ def _call_floor(fn: Callable[..., Any], nargs: int, kwnames: tuple[str, ...]) ->
     return _python_noop(nargs, kwnames), "python"
 
 
+def workload_key(kind: str, *parts: str) -> str:
+    """A short key naming what is measured (``Measurement.workload``): the kind and a hash
+    of the parts that make it this work."""
+    digest = hashlib.sha256("\0".join(parts).encode("utf-8", "surrogatepass")).hexdigest()
+    return f"{kind}:{digest[:16]}"
+
+
+def _callable_key(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
+    """The workload key of ``fn(*args, **kwargs)``: its module, qualified name and first
+    line (lambdas of one module differ by it), and the types of its arguments."""
+    code = getattr(fn, "__code__", None)
+    return workload_key(
+        "callable", str(getattr(fn, "__module__", "") or ""), _label(fn),
+        str(getattr(code, "co_firstlineno", "")),
+        ",".join(type(a).__qualname__ for a in args),
+        ",".join(f"{k}={type(v).__qualname__}" for k, v in sorted(kwargs.items())))
+
+
 def _label(fn: Callable[..., Any]) -> str:
     return str(getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or repr(fn))
 
@@ -142,4 +174,5 @@ def callable_target(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[
         _core.Sampler.calls(fn, args, kwargs, clock),
         _core.Sampler.calls(floor_fn, args, kwargs, clock),
         clock, floor_kind, _label(fn) if name is None else name,
+        _callable_key(fn, args, kwargs),
     )
