@@ -19,9 +19,14 @@ twice and `python -m pyperf compare_to`. A third invocation per pair runs the sa
 detection rate. Targets: A/A false positives <= 5% in both fastbench modes; the 10% slowdown
 found in >= 90% of pairs with --processes 5.
 
+With --interleaved, each pair also measures both statements in one `fastbench compare --run
+--processes 5` invocation (workers A B B A ..., the i-th workers of the two paired): the
+design for a gate that can run the baseline beside the candidate.
+
 Run on a quiet machine:
     python benchmarks/false_positives.py                      # both parts
     python benchmarks/false_positives.py --part cross-run --pairs 20
+    python benchmarks/false_positives.py --part interleaved --pairs 20
 """
 
 from __future__ import annotations
@@ -106,7 +111,16 @@ def _pyperf(path: Path, setup: str, env: dict[str, str]) -> None:
           "-s", setup, STMT], env)
 
 
-def cross_run(pairs: int, use_pyperf: bool) -> None:
+def _interleaved(setup_b: str, env: dict[str, str]) -> str:
+    """The verdict of one `fastbench compare --run A B --processes 5`: A is STMT over
+    range(1000), B the same statement over ``setup_b``'s range."""
+    out = _fastbench(["compare", "--processes", "5", "-s", "ra = range(1000)",
+                      "-s", setup_b.replace("r =", "rb ="), "--run", "sum(ra)", "sum(rb)"], env)
+    return _verdict(out, "[1]")
+
+
+def cross_run(pairs: int, use_pyperf: bool, interleaved: bool = False,
+              saved: bool = True) -> None:
     with tempfile.TemporaryDirectory(prefix="fastbench-fp-") as tmp:
         work = Path(tmp)
         env = {**os.environ, "FASTBENCH_CACHE_DIR": str(work / "cache")}
@@ -114,10 +128,12 @@ def cross_run(pairs: int, use_pyperf: bool) -> None:
         t0 = time.monotonic()
         print(_fastbench(["variation"], env).rstrip())
         print(f"  (fastbench variation took {time.monotonic() - t0:.0f} s)\n", flush=True)
-        modes: dict[str, int | None] = {"one run a side": None, "--processes 5": 5}
+        modes: dict[str, int | None] = {"one run a side": None, "--processes 5": 5} if saved \
+            else {}
         counts = {m: {"aa": dict.fromkeys(VERDICTS, 0), "slow": dict.fromkeys(VERDICTS, 0)}
                   for m in modes}
         pyperf_aa = pyperf_slow = 0
+        paired = {"aa": dict.fromkeys(VERDICTS, 0), "slow": dict.fromkeys(VERDICTS, 0)}
         start = time.monotonic()
         for i in range(pairs):
             for mode, processes in modes.items():
@@ -137,6 +153,9 @@ def cross_run(pairs: int, use_pyperf: bool) -> None:
                 cmp = [sys.executable, "-m", "pyperf", "compare_to"]
                 pyperf_aa += "not significant" not in _run([*cmp, str(pa), str(pb)], env)
                 pyperf_slow += "not significant" not in _run([*cmp, str(pa), str(pc)], env)
+            if interleaved:
+                paired["aa"][_interleaved(SETUP, env)] += 1
+                paired["slow"][_interleaved(SETUP_SLOW, env)] += 1
             print(f"  {i + 1}/{pairs} pairs, {time.monotonic() - start:.0f} s", flush=True)
     print()
     print(f"across invocations, {pairs} pairs of `fastbench timeit -o` of {STMT!r} "
@@ -151,6 +170,12 @@ def cross_run(pairs: int, use_pyperf: bool) -> None:
               f"[{aa['faster'] + aa['slower']} of {pairs}; cannot tell {aa['cannot tell']}, "
               f"no significant difference {aa['no significant difference']}];  "
               f"10% slowdown found {found:5.1f}% [{slow['slower']} of {pairs}]{target}")
+    if interleaved:
+        aa, slow = paired["aa"], paired["slow"]
+        print(f"  fastbench compare --run --processes 5 (interleaved, paired t): A/A false "
+              f"positives {(aa['faster'] + aa['slower']) / pairs * 100:5.1f}% "
+              f"[{aa['faster'] + aa['slower']} of {pairs}];  10% slowdown found "
+              f"{slow['slower'] / pairs * 100:5.1f}% [{slow['slower']} of {pairs}]")
     if use_pyperf:
         print(f"  pyperf timeit --fast + compare_to: A/A significant {pyperf_aa / pairs * 100:5.1f}%"
               f" [{pyperf_aa} of {pairs}];  10% slowdown significant "
@@ -163,15 +188,20 @@ def main() -> None:
                         help="in-process trials (default 100)")
     parser.add_argument("--pairs", type=int, default=20,
                         help="cross-run pairs of invocations (default 20)")
-    parser.add_argument("--part", choices=["all", "in-process", "cross-run"], default="all")
+    parser.add_argument("--part", choices=["all", "in-process", "cross-run", "interleaved"],
+                        default="all", help="interleaved: only the --interleaved runs")
     parser.add_argument("--no-pyperf", action="store_true", help="leave pyperf out")
+    parser.add_argument("--interleaved", action="store_true",
+                        help="also compare the statements in one interleaved --processes 5 run")
     args = parser.parse_args()
     if args.part in ("all", "in-process"):
         in_process(args.trials)
     if args.part in ("all", "cross-run"):
         if args.part == "all":
             print()
-        cross_run(args.pairs, not args.no_pyperf)
+        cross_run(args.pairs, not args.no_pyperf, args.interleaved)
+    if args.part == "interleaved":
+        cross_run(args.pairs, False, True, saved=False)
 
 
 if __name__ == "__main__":

@@ -14,11 +14,15 @@ from fastbench import _core
 
 @pytest.fixture(autouse=True, scope="session")
 def _private_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """A cache directory of the test session's own, and no run-to-run variation given by
-    the environment: what a developer's machine has measured or set never reaches a test."""
-    saved = {k: os.environ.get(k) for k in ("FASTBENCH_CACHE_DIR", "FASTBENCH_RUN_VARIATION")}
+    """A cache directory of the test session's own, no run-to-run variation given by the
+    environment, and the run log off: what a developer's machine has measured or set never
+    reaches a test, and what one test saves never changes how another's runs are judged
+    (the run log's tests turn it on in a directory of their own)."""
+    names = ("FASTBENCH_CACHE_DIR", "FASTBENCH_RUN_VARIATION", "FASTBENCH_RUN_LOG")
+    saved = {k: os.environ.get(k) for k in names}
     os.environ["FASTBENCH_CACHE_DIR"] = str(tmp_path_factory.mktemp("fastbench-cache"))
     os.environ.pop("FASTBENCH_RUN_VARIATION", None)
+    os.environ["FASTBENCH_RUN_LOG"] = "0"
     try:
         yield
     finally:

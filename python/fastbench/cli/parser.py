@@ -81,9 +81,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --metric instructions: the change in %% that counts as a "
                    "difference (default 0.5)")
     p.add_argument("--run-variation", type=percent, default=None, metavar="PCT",
-                   help="how much separate runs vary here, in %% (default: what `fastbench "
-                   "variation` measured, or what the files carry); single-run results are "
-                   "judged against it")
+                   help="how much separate runs vary here, in %% (default: learned from "
+                   "the workload's saved single runs, else what the files carry or `fastbench "
+                   "variation` measured); single-run results are judged against it")
     p.add_argument("--fail-slower", type=percent, default=None, metavar="PCT",
                    help=f"exit {EXIT_SLOWER} if a candidate is significantly slower by more "
                    "than PCT%%; comparing nothing at all (no benchmark of the baseline in a "
@@ -95,7 +95,8 @@ def build_parser() -> argparse.ArgumentParser:
         "variation", help="measure how much separate runs vary on this machine, and remember it",
         description="Time a small workload in N fresh processes, one after the other, and keep "
         "the spread of their medians for this machine: single-run results measured here carry "
-        "it, and comparisons of single runs are judged against it.")
+        "it, and comparisons of single runs are judged against it until the workload's own "
+        "saved runs (the run log) say how much it varies.")
     p.add_argument("--processes", type=int, default=VARIATION_PROCESSES,
                    help=f"worker processes (default {VARIATION_PROCESSES}, at least 3; "
                    "about 1.3 s each)")

@@ -27,5 +27,6 @@ def cmd_variation(args: argparse.Namespace) -> int:
         out("  not stored (--no-store)")
     else:
         out(f"  stored for this machine in {variation_path()}; single-run results measured "
-            "here carry it and comparisons of single runs are judged against it")
+            "here carry it and comparisons of single runs are judged against it until a "
+            "workload's own saved runs (the run log) say how much it varies")
     return 0

@@ -104,8 +104,14 @@ def record_runs(runs: Iterable[tuple[str, float]]) -> int:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         # One write of whole lines in append mode: concurrent savers do not interleave them.
-        with open(path, "a", encoding="utf-8") as f:
-            f.write("\n".join(lines) + "\n")
+        # A line a killed writer left unfinished is ended first, so it costs only itself.
+        text = "\n".join(lines) + "\n"
+        with open(path, "a+b") as f:
+            if f.tell() > 0:
+                f.seek(-1, os.SEEK_END)
+                if f.read(1) != b"\n":
+                    text = "\n" + text
+            f.write(text.encode("utf-8"))
         if path.stat().st_size > _COMPACT_BYTES:
             _compact(path, known)
     except OSError:
