@@ -27,6 +27,7 @@ Run on a quiet machine:
     python benchmarks/false_positives.py                      # both parts
     python benchmarks/false_positives.py --part cross-run --pairs 20
     python benchmarks/false_positives.py --part interleaved --pairs 20
+    python benchmarks/false_positives.py --part cross-run --one-run-only --no-pyperf --pairs 40
 """
 
 from __future__ import annotations
@@ -119,8 +120,11 @@ def _interleaved(setup_b: str, env: dict[str, str]) -> str:
     return _verdict(out, "[1]")
 
 
+SAVED_MODES: dict[str, int | None] = {"one run a side": None, "--processes 5": 5}
+
+
 def cross_run(pairs: int, use_pyperf: bool, interleaved: bool = False,
-              saved: bool = True) -> None:
+              saved: tuple[str, ...] = tuple(SAVED_MODES)) -> None:
     with tempfile.TemporaryDirectory(prefix="fastbench-fp-") as tmp:
         work = Path(tmp)
         env = {**os.environ, "FASTBENCH_CACHE_DIR": str(work / "cache")}
@@ -128,8 +132,7 @@ def cross_run(pairs: int, use_pyperf: bool, interleaved: bool = False,
         t0 = time.monotonic()
         print(_fastbench(["variation"], env).rstrip())
         print(f"  (fastbench variation took {time.monotonic() - t0:.0f} s)\n", flush=True)
-        modes: dict[str, int | None] = {"one run a side": None, "--processes 5": 5} if saved \
-            else {}
+        modes = {m: p for m, p in SAVED_MODES.items() if m in saved}
         counts = {m: {"aa": dict.fromkeys(VERDICTS, 0), "slow": dict.fromkeys(VERDICTS, 0)}
                   for m in modes}
         pyperf_aa = pyperf_slow = 0
@@ -191,6 +194,9 @@ def main() -> None:
     parser.add_argument("--part", choices=["all", "in-process", "cross-run", "interleaved"],
                         default="all", help="interleaved: only the --interleaved runs")
     parser.add_argument("--no-pyperf", action="store_true", help="leave pyperf out")
+    parser.add_argument("--one-run-only", action="store_true",
+                        help="cross-run: only the one-run-a-side mode (and pyperf unless "
+                        "--no-pyperf)")
     parser.add_argument("--interleaved", action="store_true",
                         help="also compare the statements in one interleaved --processes 5 run")
     args = parser.parse_args()
@@ -199,9 +205,10 @@ def main() -> None:
     if args.part in ("all", "cross-run"):
         if args.part == "all":
             print()
-        cross_run(args.pairs, not args.no_pyperf, args.interleaved)
+        modes = ("one run a side",) if args.one_run_only else tuple(SAVED_MODES)
+        cross_run(args.pairs, not args.no_pyperf, args.interleaved, modes)
     if args.part == "interleaved":
-        cross_run(args.pairs, False, True, saved=False)
+        cross_run(args.pairs, False, True, saved=())
 
 
 if __name__ == "__main__":
