@@ -154,3 +154,21 @@ def test_bad_inputs_are_refused() -> None:
         compare_runs([1.0], [1.0], run_variation=-0.1)
     with pytest.raises(ValueError, match="positive"):
         compare_runs([0.0], [1.0])
+
+
+def test_no_difference_between_runs_says_what_it_rules_out() -> None:
+    a = [1000.0, 1070.0, 960.0, 1030.0, 990.0]
+    b = [1010.0, 950.0, 1060.0, 1000.0, 1020.0]
+    r = compare_runs(a, b)
+    assert r.verdict == "no significant difference"
+    la, lb = np.log(a), np.log(b)
+    va, vb = la.var(ddof=1) / 5, lb.var(ddof=1) / 5
+    se = math.sqrt(va + vb)
+    df = int((va + vb) ** 2 / (va**2 / 4 + vb**2 / 4))  # Welch-Satterthwaite
+    unseen = math.expm1((sps.t(df).ppf(0.975) + sps.t(df).ppf(0.8)) * se) * 100
+    assert any(f"rules out only a change of about {unseen:.1f}% or more" in w
+               for w in r.warnings)
+    # A difference found says nothing of the kind.
+    found = compare_runs(a, [x * 1.5 for x in b])
+    assert found.verdict == "slower"
+    assert not any("rules out" in w for w in found.warnings)

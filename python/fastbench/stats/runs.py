@@ -296,6 +296,8 @@ def compare_runs(
         p, ci = 1.0, None
     n = min(na, nb)
     verdict = _verdict(p, al, speedup, eff, ci, n if mode == "runs" else max(n, 1), mode)
+    if mode == "runs" and verdict == "no significant difference" and 0.0 < se < math.inf:
+        notes.append(_unseen_note(se, df, al, measured))
     if mode == "variation" and verdict == CANNOT_TELL and measured is not None:
         needed = processes_needed(measured, max(eff, abs(speedup - 1.0)), al)
         notes.append(f"{CANNOT_TELL}: {variation_source} vary by about {measured * 100:.1f}%; "
@@ -316,6 +318,17 @@ def compare_runs(
         alpha=al, min_effect=eff, verdict=verdict, warnings=tuple(notes), level=mode,
         run_variation=measured,
     )
+
+
+def _unseen_note(se: float, df: int | None, alpha: float, spread: float | None) -> str:
+    """What "no significant difference" between sets of runs rules out: the change this test
+    finds with 80% power, ``exp((t(1 - alpha/2) + t(0.8)) · se) - 1``."""
+    dist = sps().norm if df is None else sps().t(df)
+    z = float(dist.ppf(1.0 - alpha / 2.0)) + float(dist.ppf(_POWER))
+    unseen = math.expm1(z * se) * 100.0
+    vary = "" if spread is None else f" at the {spread * 100:.1f}% spread of these runs"
+    return (f"no significant difference rules out only a change of about {unseen:.1f}% or more "
+            f"(80% power{vary}); a smaller one needs more processes")
 
 
 def _run_test(log_a: NDArray[np.float64], log_b: NDArray[np.float64],
