@@ -16,11 +16,12 @@ from typing import Any, Callable, Literal, Mapping, Sequence, overload
 from ._checks import check_choice, check_finite, check_fraction, check_int
 from .counters import CountComparison, InstructionCount, compare_counts
 from .counters import count_instructions, count_statement_instructions
-from .machine import known_run_variation, logged_runs
+from .machine import known_run_variation
 from .measurement import Measurement
 from .stats import SampleComparison, adjust_pvalues, compare_samples
-from .stats.runs import compare_runs, successive_spread
+from .stats.runs import compare_runs
 from .timing import Target, callable_target, gc_paused, run_config, statement_target
+from .timing.targets import learned_variation
 from .timing.callables import METRICS
 from .timing.config import MAX_COUNT
 from .timing.workers import callable_job, run_interleaved, statement_job
@@ -444,7 +445,7 @@ def _variation(measurements: Sequence[Measurement],
                              f"got {given!r}")
         return value, None, "runs here (as given)"
     workloads = sorted({m.workload for m in measurements if m.runs == 1 and m.workload})
-    learned = successive_spread(*(logged_runs(w) for w in workloads))
+    learned = learned_variation(*workloads)
     if learned is not None:
         what = "this benchmark's" if len(workloads) == 1 else "these benchmarks'"
         return learned.sd, learned.df, f"{what} {learned.runs} saved runs here"
@@ -453,7 +454,8 @@ def _variation(measurements: Sequence[Measurement],
         worst = max(carried, key=lambda m: m.run_variation or 0.0)
         return worst.run_variation, worst.run_variation_df, "runs on this machine"
     here = known_run_variation()
-    return (None, None, "") if here is None else (here.rel_sd, here.df, "runs on this machine")
+    return (None, None, "runs on this machine") if here is None else \
+        (here.rel_sd, here.df, "runs on this machine")
 
 
 def _within(m: Measurement) -> float:
@@ -483,7 +485,7 @@ def judge_runs(
         name: compare_runs(base.run_medians_ns, m.run_medians_ns, paired=paired, alpha=alpha,
                            min_effect=min_effect, run_variation=variation, variation_df=df,
                            within_a=_within(base), within_b=_within(m),
-                           variation_source=source or "runs on this machine")
+                           variation_source=source)
         for name, m in measurements.items() if name != baseline_name
     }
     return _corrected(results, correction)

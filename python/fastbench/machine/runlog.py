@@ -62,26 +62,30 @@ def _read(path: Path) -> dict[str, deque[float]]:
     return runs
 
 
-# The last log read: (path, size, mtime in ns) and what it held, so measuring many times
-# reads an unchanged log once.
+# The last log read: (path, size, mtime in ns) and what it held, so that measuring and
+# saving many times read an unchanged log once.
 _last: tuple[tuple[str, int, int], dict[str, tuple[float, ...]]] | None = None
+
+
+def _logged(path: Path) -> dict[str, tuple[float, ...]]:
+    """What :func:`_read` finds in ``path``, read again only when the file changed."""
+    global _last
+    try:
+        st = path.stat()
+    except OSError:
+        return {}
+    stamp = (str(path), st.st_size, st.st_mtime_ns)
+    if _last is None or _last[0] != stamp:
+        _last = stamp, {k: tuple(v) for k, v in _read(path).items()}
+    return _last[1]
 
 
 def logged_runs(workload: str) -> tuple[float, ...]:
     """The logged medians of ``workload`` here, oldest first (at most KEEP_RUNS); empty when
     the log is off, absent or holds none."""
-    global _last
     if not workload or not run_log_enabled():
         return ()
-    path = run_log_path()
-    try:
-        st = path.stat()
-    except OSError:
-        return ()
-    stamp = (str(path), st.st_size, st.st_mtime_ns)
-    if _last is None or _last[0] != stamp:
-        _last = stamp, {k: tuple(v) for k, v in _read(path).items()}
-    return _last[1].get(workload, ())
+    return _logged(run_log_path()).get(workload, ())
 
 
 def record_runs(runs: Iterable[tuple[str, float]]) -> int:
@@ -92,12 +96,14 @@ def record_runs(runs: Iterable[tuple[str, float]]) -> int:
     if not run_log_enabled():
         return 0
     path = run_log_path()
-    known = _read(path)
+    known = _logged(path)
+    added: dict[str, list[float]] = defaultdict(list)
     at = datetime.now(timezone.utc).isoformat(timespec="seconds")
     lines = []
     for workload, median in runs:
-        if workload and math.isfinite(median) and median > 0.0 and median not in known[workload]:
-            known[workload].append(median)
+        if (workload and math.isfinite(median) and median > 0.0
+                and median not in known.get(workload, ()) and median not in added[workload]):
+            added[workload].append(median)
             lines.append(json.dumps({"workload": workload, "median_ns": float(median), "at": at}))
     if not lines:
         return 0
@@ -113,13 +119,14 @@ def record_runs(runs: Iterable[tuple[str, float]]) -> int:
                     text = "\n" + text
             f.write(text.encode("utf-8"))
         if path.stat().st_size > _COMPACT_BYTES:
-            _compact(path, known)
+            _compact(path, {w: (*known.get(w, ()), *added.get(w, ()))[-KEEP_RUNS:]
+                            for w in {*known, *added}})
     except OSError:
         return 0
     return len(lines)
 
 
-def _compact(path: Path, runs: dict[str, deque[float]]) -> None:
+def _compact(path: Path, runs: dict[str, tuple[float, ...]]) -> None:
     """Rewrite the log with the newest KEEP_RUNS runs of each workload (atomically)."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".run-log-", suffix=".jsonl")
     with os.fdopen(fd, "w", encoding="utf-8") as f:

@@ -289,9 +289,11 @@ def save(obj: object, path: PathArg) -> None:
 def _log_runs(obj: Any) -> None:
     """Remember the median of each single-run measurement saved, by workload, in this
     machine's run log (:mod:`fastbench.machine.runlog`)."""
-    items = obj.values() if isinstance(obj, Mapping) else obj if isinstance(obj, (list, tuple)) \
-        else [obj]
-    record_runs((m.workload, m.median_ns) for m in items if m.workload and m.runs == 1)
+    if isinstance(obj, Mapping):
+        obj = obj.values()
+    elif not isinstance(obj, (list, tuple)):
+        obj = [obj]
+    record_runs((m.workload, m.median_ns) for m in obj if m.workload and m.runs == 1)
 
 
 # --------------------------------------------------------------------------------------

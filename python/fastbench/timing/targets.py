@@ -19,7 +19,7 @@ from .. import _core
 from ..machine import known_run_variation, logged_runs
 from ..measurement import Measurement, measurement_warnings
 from ..stats.robust import median_mad
-from ..stats.runs import successive_spread
+from ..stats.runs import SuccessiveSpread, successive_spread
 from .config import RunConfig
 
 # Samples taken of each floor (empty native loop, no-op call) at the measured loops count.
@@ -95,10 +95,17 @@ class Target:
         return replace(m, warnings=measurement_warnings(m, _core.auto_clock()[1]))
 
 
+def learned_variation(*workloads: str) -> SuccessiveSpread | None:
+    """How much runs of these workloads vary here, learned from their saved single runs in
+    the run log (:func:`fastbench.stats.runs.successive_spread`); None when it holds fewer
+    than two of any."""
+    return successive_spread(*(logged_runs(w) for w in workloads if w))
+
+
 def _variation(workload: str) -> tuple[float, int | None] | None:
     """The run-to-run variation a new single run carries and its degrees of freedom: what
     the run log learned of this workload from at least 3 saved runs, else the machine's."""
-    learned = successive_spread(logged_runs(workload)) if workload else None
+    learned = learned_variation(workload)
     if learned is not None and learned.runs >= 3:
         return learned.sd, learned.df
     here = known_run_variation()
