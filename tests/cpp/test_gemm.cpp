@@ -490,9 +490,10 @@ void test_interrupt_in_the_middle_of_shared_units() {
 // accumulating) make threads take units from tiles in every epoch; each result must still
 // match the reference, and some unit must have changed hands. A thread only takes units of
 // owners that have started, and on a loaded machine the workers may start after the caller
-// has done its own tile: rounds go on (up to 20 s) until a unit has changed hands.
-template <class T>
-void run_shared_units() {
+// has done its own tile: rounds go on (up to 20 s) until a unit has changed hands. `check`
+// runs one case against its reference (check_case<T>, check_bf16_case).
+template <class Check>
+void run_shared_units(Check check) {
   const SmallUnits small;
   const Shape shapes[] = {{60, 64, 700}, {97, 50, 300}, {130, 70, 257}, {200, 40, 1100}};
   const std::uint64_t before = fb::detail::gemm_units_shared();
@@ -507,7 +508,7 @@ void run_shared_units() {
         cs.alpha = -1.5;
         cs.pad = round % 2 == 0 ? 0 : 5;
         cs.threads = threads;
-        if (!check_case<T>(cs, seed++)) return;
+        if (!check(cs, seed++)) return;
       }
     }
     if (fb::detail::gemm_units_shared() > before) return;
@@ -515,12 +516,18 @@ void run_shared_units() {
   CHECK(fb::detail::gemm_units_shared() > before, "no unit ran on a thread other than its owner");
 }
 
-void test_shared_units_f32() { run_shared_units<float>(); }
-void test_shared_units_f64() { run_shared_units<double>(); }
+void test_shared_units_f32() { run_shared_units(check_case<float>); }
+void test_shared_units_f64() { run_shared_units(check_case<double>); }
 
 void test_shared_units_portable() {
   const IsaCap cap(fb::Isa::portable);
-  run_shared_units<double>();
+  run_shared_units(check_case<double>);
+}
+
+// The bf16 GEMM shares units through the same driver.
+void test_shared_units_bf16() {
+  SKIP_UNLESS(fb::has_avx512_bf16(), "no AVX512_BF16 on this CPU");
+  run_shared_units(check_bf16_case);
 }
 
 void test_blocking() {
@@ -599,6 +606,7 @@ const Test kTests[] = {
     {"shared_units_f32", test_shared_units_f32},
     {"shared_units_f64", test_shared_units_f64},
     {"shared_units_portable", test_shared_units_portable},
+    {"shared_units_bf16", test_shared_units_bf16},
     {"k_zero_scales_c", test_k_zero_scales_c},
     {"alpha_zero_ignores_ab", test_alpha_zero_ignores_ab},
     {"empty_is_noop", test_empty_is_noop},
