@@ -1144,12 +1144,6 @@ struct Bf16Gemm {
   }
   static GemmBlocking blocking() { return bf16_blocking(); }
 };
-
-void gemm_bf16_native(std::size_t m, std::size_t n, std::size_t k, float alpha,
-                      const std::uint16_t* a, std::size_t lda, const std::uint16_t* b,
-                      std::size_t ldb, float beta, float* c, std::size_t ldc, int nthreads) {
-  gemm_with<Bf16Gemm>(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, nthreads);
-}
 #undef FASTBENCH_BF16_TARGET
 #endif  // __x86_64__
 
@@ -1205,7 +1199,7 @@ void gemm_bf16(std::size_t m, std::size_t n, std::size_t k, float alpha, const s
   }
 #if defined(__x86_64__)
   if (bf16_native()) {
-    gemm_bf16_native(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, nthreads);
+    gemm_with<Bf16Gemm>(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, nthreads);
     throw_if_interrupted("gemm_bf16");
     return;
   }
