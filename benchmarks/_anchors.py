@@ -76,9 +76,9 @@ def alternating_blocks(fns: dict[str, Callable[[], Any]], blocks: int = 3, block
     return times
 
 
-def paired_block_ratio(times: dict[str, list[float]], num: str, den: str, blocks: int,
-                       within: Callable[[list[float]], float] = statistics.median) -> float:
-    """Median over blocks of within(times[num]) / within(times[den]) in each block.
+def paired_block_ratios(times: dict[str, list[float]], num: str, den: str, blocks: int,
+                        within: Callable[[list[float]], float] = statistics.median) -> list[float]:
+    """within(times[num]) / within(times[den]) in each block, block by block.
 
     ``times`` comes from :func:`alternating_blocks` with the same ``blocks``: each side's list
     holds ``blocks`` runs of equal length, and block i of one side ran right beside block i
@@ -90,4 +90,18 @@ def paired_block_ratio(times: dict[str, list[float]], num: str, den: str, blocks
         per = len(values) // blocks
         return [within(values[i * per:(i + 1) * per]) for i in range(blocks)]
 
-    return statistics.median(x / y for x, y in zip(per_block(num), per_block(den)))
+    return [x / y for x, y in zip(per_block(num), per_block(den))]
+
+
+def paired_block_ratio(times: dict[str, list[float]], num: str, den: str, blocks: int,
+                       within: Callable[[list[float]], float] = statistics.median) -> float:
+    """Median over blocks of :func:`paired_block_ratios`."""
+    return statistics.median(paired_block_ratios(times, num, den, blocks, within))
+
+
+def ratio_interval(ratios: list[float], confidence: float = 0.95) -> tuple[float, float] | None:
+    """Distribution-free interval of the median block ratio (order statistics of the blocks,
+    fastbench.stats.median_ci); None for fewer than 6 blocks at 95%."""
+    from fastbench.stats import median_ci
+
+    return median_ci(ratios, confidence)

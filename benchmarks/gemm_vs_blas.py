@@ -10,27 +10,35 @@ median over blocks of the anchor's block median over fastbench's beside it
 figure least touched by interference (timeit's reasoning). "% peak" is fastbench's fastest
 call against the calibrated peak: fastbench.kernels.peak_flops of the widest ISA, timed with
 every register width the CPU has (zmm and ymm; some cores run zmm FMAs at half rate) and
-the fastest kept, the best of three runs; for bf16 the vdpbf16ps peak.
+the fastest kept, the best of three runs; for bf16 the vdpbf16ps peak. "95% CI" is the
+distribution-free interval of the median ratio from the order statistics of the block ratios
+(fastbench.stats.median_ci; with 9 blocks the 2nd and 8th, 96% coverage). After each table a
+summary names the shapes whose interval lies wholly above 1, spans it (parity in this run)
+or lies wholly below it.
 numpy's BLAS reads its thread count (OPENBLAS_NUM_THREADS) when it loads, so each thread
 count runs in a child process of this script with the variable set.
 Targets: >= 0.95x OpenBLAS at n >= 512 for both dtypes on AVX2 machines; on AVX-512
 machines >= 85% of the peak at n >= 1024 for float32 and float64 on 1 and 2 threads and
 >= 1.0x numpy on every shape; bf16 >= 1.0x torch's bf16 matmul at n >= 1024.
-Run on a quiet machine: python benchmarks/gemm_vs_blas.py
+Run on a quiet machine:
+    python benchmarks/gemm_vs_blas.py
+    python benchmarks/gemm_vs_blas.py --threads 1 --dtypes bfloat16 --shapes 1024x1024x1024
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import statistics
 import subprocess
 import sys
 
-from _anchors import alternating_blocks, paired_block_ratio
+from _anchors import alternating_blocks, paired_block_ratio, paired_block_ratios, ratio_interval
 
 BLOCKS = 9
 SHAPES = [(256, 256, 256), (512, 512, 512), (1024, 1024, 1024), (2048, 2048, 2048),
           (1000, 1000, 1000), (257, 511, 129), (4096, 64, 4096), (64, 4096, 1024)]
+DTYPES = ("float32", "float64", "bfloat16")
 
 
 def _peak(dtype: str, threads: int) -> tuple[float, str]:
@@ -47,35 +55,59 @@ def _peak(dtype: str, threads: int) -> tuple[float, str]:
     return best, "/".join(widths)
 
 
-def _row(label: str, times: dict[str, list[float]], anchor: str, flops: float,
-         peak: float) -> str:
-    ratio = paired_block_ratio(times, anchor, "fastbench", BLOCKS)
-    best = paired_block_ratio(times, anchor, "fastbench", BLOCKS, within=min)
-    fb, other = times["fastbench"], times[anchor]
-    g_fb = flops / statistics.median(fb) / 1e9
-    g_other = flops / statistics.median(other) / 1e9
-    g_best = flops / min(fb) / 1e9
-    return (f"  {label:<20}{g_fb:>11.1f}{g_other:>11.1f}{ratio:>8.2f}{best:>8.2f}"
-            f"{g_best / peak:>8.0%}")
+class Table:
+    """One dtype's rows against its anchor, and the summary of their intervals."""
+
+    def __init__(self, anchor: str, peak: float, blocks: int) -> None:
+        self.anchor, self.peak, self.blocks = anchor, peak, blocks
+        self.above: list[str] = []
+        self.parity: list[str] = []
+        self.below: list[str] = []
+        print(f"  {'m x n x k':<20}{'fastbench':>11}{anchor:>11}{'ratio':>8}{'95% CI':>16}"
+              f"{'best':>8}{'% peak':>8}")
+
+    def row(self, label: str, times: dict[str, list[float]], flops: float) -> None:
+        ratios = paired_block_ratios(times, self.anchor, "fastbench", self.blocks)
+        ratio = statistics.median(ratios)
+        ci = ratio_interval(ratios)
+        best = paired_block_ratio(times, self.anchor, "fastbench", self.blocks, within=min)
+        fb, other = times["fastbench"], times[self.anchor]
+        g_fb = flops / statistics.median(fb) / 1e9
+        g_other = flops / statistics.median(other) / 1e9
+        g_best = flops / min(fb) / 1e9
+        interval = "n/a" if ci is None else f"[{ci[0]:.2f}, {ci[1]:.2f}]"
+        if ci is not None:
+            side = self.above if ci[0] > 1.0 else self.below if ci[1] < 1.0 else self.parity
+            side.append(label)
+        print(f"  {label:<20}{g_fb:>11.1f}{g_other:>11.1f}{ratio:>8.2f}{interval:>16}{best:>8.2f}"
+              f"{g_best / self.peak:>8.0%}")
+
+    def summary(self) -> None:
+        for what, labels in (("faster than", self.above), ("at parity with", self.parity),
+                             ("slower than", self.below)):
+            if labels:
+                print(f"  {what} {self.anchor} (95% CI of the ratio): {', '.join(labels)}")
+        print()
 
 
-def run(threads: int) -> None:
+def run(threads: int, dtypes: list[str], shapes: list[tuple[int, int, int]], blocks: int) -> None:
     import numpy as np
 
-    import fastbench
     from fastbench import _core
     from fastbench.roofline import kernels
 
     f = _core.cpu_features()
     print(f"CPU {f.brand or f.vendor}: family {f.family:#x} model {f.model:#x}, widest ISA "
           f"{_core.best_isa()}, AVX512_BF16 {'yes' if f.avx512_bf16 else 'no'}")
-    for dtype in ("float32", "float64"):
+    for dtype in dtypes:
+        if dtype == "bfloat16":
+            run_bf16(threads, shapes, blocks)
+            continue
         peak, widths = _peak(dtype, threads)
         print(f"{dtype}, {threads} thread(s): peak {peak:.1f} GFLOP/s ({widths}); "
               f"gemm path {kernels.gemm_isa()}")
-        print(f"  {'m x n x k':<20}{'fastbench':>11}{'numpy':>11}{'ratio':>8}{'best':>8}"
-              f"{'% peak':>8}")
-        for m, n, k in SHAPES:
+        table = Table("numpy", peak, blocks)
+        for m, n, k in shapes:
             rng = np.random.default_rng(0)
             a = rng.standard_normal((m, k)).astype(dtype)
             b = rng.standard_normal((k, n)).astype(dtype)
@@ -85,14 +117,12 @@ def run(threads: int) -> None:
             np.matmul(a, b, out=out2)
             times = alternating_blocks({
                 "numpy": lambda: np.matmul(a, b, out=out2),
-                "fastbench": lambda: kernels.gemm(a, b, out, threads=threads)}, blocks=BLOCKS)
-            print(_row(f"{m}x{n}x{k}", times, "numpy", 2.0 * m * n * k, peak))
-        print()
-    run_bf16(threads)
-    del fastbench
+                "fastbench": lambda: kernels.gemm(a, b, out, threads=threads)}, blocks=blocks)
+            table.row(f"{m}x{n}x{k}", times, 2.0 * m * n * k)
+        table.summary()
 
 
-def run_bf16(threads: int) -> None:
+def run_bf16(threads: int, shapes: list[tuple[int, int, int]], blocks: int) -> None:
     """bf16 inputs, float32 sums: fastbench.kernels.gemm_bf16 against torch.matmul."""
     try:
         import torch
@@ -113,9 +143,8 @@ def run_bf16(threads: int) -> None:
     print(f"bfloat16, {threads} thread(s): vdpbf16ps peak {peak:.1f} GFLOP/s; gemm_bf16 path "
           f"{kernels.gemm_bf16_isa()}; torch {torch.__version__} bf16 matmul "
           f"(float32 output from fastbench, bf16 from torch)")
-    print(f"  {'m x n x k':<20}{'fastbench':>11}{'torch':>11}{'ratio':>8}{'best':>8}"
-          f"{'% peak':>8}")
-    for m, n, k in SHAPES:
+    table = Table("torch", peak, blocks)
+    for m, n, k in shapes:
         ta = torch.randn(m, k).bfloat16()
         tb = torch.randn(k, n).bfloat16()
         a = ta.view(torch.int16).numpy().view(np.uint16)
@@ -125,22 +154,47 @@ def run_bf16(threads: int) -> None:
         torch.matmul(ta, tb)
         times = alternating_blocks({
             "torch": lambda: torch.matmul(ta, tb),
-            "fastbench": lambda: kernels.gemm_bf16(a, b, out, threads=threads)}, blocks=BLOCKS)
-        print(_row(f"{m}x{n}x{k}", times, "torch", 2.0 * m * n * k, peak))
-    print()
+            "fastbench": lambda: kernels.gemm_bf16(a, b, out, threads=threads)}, blocks=blocks)
+        table.row(f"{m}x{n}x{k}", times, 2.0 * m * n * k)
+    table.summary()
+
+
+def _shape(text: str) -> tuple[int, int, int]:
+    try:
+        m, n, k = (int(x) for x in text.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"shape {text!r}: expected MxNxK, e.g. 1024x1024x1024")
+    if min(m, n, k) <= 0:
+        raise argparse.ArgumentTypeError(f"shape {text!r}: every dimension must be positive")
+    return m, n, k
 
 
 def main() -> None:
-    if len(sys.argv) > 2 and sys.argv[1] == "--threads":
-        run(int(sys.argv[2]))
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--threads", type=int, nargs="+", default=[1, 2],
+                        help="thread counts, one child process each (default: 1 2)")
+    parser.add_argument("--dtypes", nargs="+", choices=DTYPES, default=list(DTYPES))
+    parser.add_argument("--shapes", type=_shape, nargs="+", default=SHAPES, metavar="MxNxK")
+    parser.add_argument("--blocks", type=int, default=BLOCKS,
+                        help=f"alternating blocks per side and shape (default {BLOCKS}; the "
+                             "95%% interval needs at least 6)")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.blocks < 1:
+        parser.error("--blocks must be at least 1")
+    if args.child:
+        run(args.threads[0], args.dtypes, args.shapes, args.blocks)
         return
     print("GFLOP/s, median of interleaved rounds (fastbench.kernels.gemm vs numpy.matmul, "
           "gemm_bf16 vs torch.matmul)\n")
-    for threads in (1, 2):
+    shapes = [f"{m}x{n}x{k}" for m, n, k in args.shapes]
+    for threads in args.threads:
         # numpy's BLAS reads its thread count when it loads: one child process per count.
         env = {**os.environ, "OPENBLAS_NUM_THREADS": str(threads), "OMP_NUM_THREADS": str(threads),
                "MKL_NUM_THREADS": str(threads)}
-        subprocess.run([sys.executable, __file__, "--threads", str(threads)], env=env, check=True)
+        subprocess.run([sys.executable, __file__, "--child", "--threads", str(threads),
+                        "--blocks", str(args.blocks), "--dtypes", *args.dtypes,
+                        "--shapes", *shapes], env=env, check=True)
 
 
 if __name__ == "__main__":
