@@ -19,9 +19,11 @@ twice and `python -m pyperf compare_to`. A third invocation per pair runs the sa
 detection rate. Targets: A/A false positives <= 5% in both fastbench modes; the 10% slowdown
 found in >= 90% of pairs with --processes 5.
 
-With --interleaved, each pair also measures both statements in one `fastbench compare --run
---processes 5` invocation (workers A B B A ..., the i-th workers of the two paired): the
-design for a gate that can run the baseline beside the candidate.
+With --interleaved, each pair also measures both statements in `fastbench compare --run
+--processes 5` invocations, the design for a gate that can run the baseline beside the
+candidate: once with `--pairing workers` (each statement in workers of its own, A B B A ...,
+the i-th workers of the two paired) and once with `--pairing rounds` (both statements side
+by side in each of the 5 workers, each worker's two medians paired).
 
 Run on a quiet machine:
     python benchmarks/false_positives.py                      # both parts
@@ -112,11 +114,15 @@ def _pyperf(path: Path, setup: str, env: dict[str, str]) -> None:
           "-s", setup, STMT], env)
 
 
-def _interleaved(setup_b: str, env: dict[str, str]) -> str:
-    """The verdict of one `fastbench compare --run A B --processes 5`: A is STMT over
-    range(1000), B the same statement over ``setup_b``'s range."""
-    out = _fastbench(["compare", "--processes", "5", "-s", "ra = range(1000)",
-                      "-s", setup_b.replace("r =", "rb ="), "--run", "sum(ra)", "sum(rb)"], env)
+PAIRINGS = ("workers", "rounds")
+
+
+def _interleaved(setup_b: str, env: dict[str, str], pairing: str) -> str:
+    """The verdict of one `fastbench compare --run A B --processes 5 --pairing P`: A is STMT
+    over range(1000), B the same statement over ``setup_b``'s range."""
+    out = _fastbench(["compare", "--processes", "5", "--pairing", pairing,
+                      "-s", "ra = range(1000)", "-s", setup_b.replace("r =", "rb ="),
+                      "--run", "sum(ra)", "sum(rb)"], env)
     return _verdict(out, "[1]")
 
 
@@ -136,7 +142,8 @@ def cross_run(pairs: int, use_pyperf: bool, interleaved: bool = False,
         counts = {m: {"aa": dict.fromkeys(VERDICTS, 0), "slow": dict.fromkeys(VERDICTS, 0)}
                   for m in modes}
         pyperf_aa = pyperf_slow = 0
-        paired = {"aa": dict.fromkeys(VERDICTS, 0), "slow": dict.fromkeys(VERDICTS, 0)}
+        paired = {p: {"aa": dict.fromkeys(VERDICTS, 0), "slow": dict.fromkeys(VERDICTS, 0)}
+                  for p in PAIRINGS}
         start = time.monotonic()
         for i in range(pairs):
             for mode, processes in modes.items():
@@ -157,8 +164,9 @@ def cross_run(pairs: int, use_pyperf: bool, interleaved: bool = False,
                 pyperf_aa += "not significant" not in _run([*cmp, str(pa), str(pb)], env)
                 pyperf_slow += "not significant" not in _run([*cmp, str(pa), str(pc)], env)
             if interleaved:
-                paired["aa"][_interleaved(SETUP, env)] += 1
-                paired["slow"][_interleaved(SETUP_SLOW, env)] += 1
+                for pairing, got in paired.items():
+                    got["aa"][_interleaved(SETUP, env, pairing)] += 1
+                    got["slow"][_interleaved(SETUP_SLOW, env, pairing)] += 1
             print(f"  {i + 1}/{pairs} pairs, {time.monotonic() - start:.0f} s", flush=True)
     print()
     print(f"across invocations, {pairs} pairs of `fastbench timeit -o` of {STMT!r} "
@@ -173,10 +181,10 @@ def cross_run(pairs: int, use_pyperf: bool, interleaved: bool = False,
               f"[{aa['faster'] + aa['slower']} of {pairs}; cannot tell {aa['cannot tell']}, "
               f"no significant difference {aa['no significant difference']}];  "
               f"10% slowdown found {found:5.1f}% [{slow['slower']} of {pairs}]{target}")
-    if interleaved:
-        aa, slow = paired["aa"], paired["slow"]
-        print(f"  fastbench compare --run --processes 5 (interleaved, paired t): A/A false "
-              f"positives {(aa['faster'] + aa['slower']) / pairs * 100:5.1f}% "
+    for pairing, got in paired.items() if interleaved else ():
+        aa, slow = got["aa"], got["slow"]
+        print(f"  fastbench compare --run --processes 5 --pairing {pairing:<7} (paired t): "
+              f"A/A false positives {(aa['faster'] + aa['slower']) / pairs * 100:5.1f}% "
               f"[{aa['faster'] + aa['slower']} of {pairs}];  10% slowdown found "
               f"{slow['slower'] / pairs * 100:5.1f}% [{slow['slower']} of {pairs}]")
     if use_pyperf:
@@ -198,7 +206,8 @@ def main() -> None:
                         help="cross-run: only the one-run-a-side mode (and pyperf unless "
                         "--no-pyperf)")
     parser.add_argument("--interleaved", action="store_true",
-                        help="also compare the statements in one interleaved --processes 5 run")
+                        help="also compare the statements in --run --processes 5 invocations, "
+                        "with each --pairing")
     args = parser.parse_args()
     if args.part in ("all", "in-process"):
         in_process(args.trials)

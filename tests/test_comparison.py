@@ -19,7 +19,7 @@ from scipy import stats as sps
 
 import fastbench
 from fastbench import Comparison, Measurement, _core, compare, compare_measurements
-from fastbench.comparison import rotation
+from fastbench.timing.sampling import rotation
 from fastbench.stats import SampleComparison, adjust_pvalues, compare_samples
 
 NO_DIFF = "no significant difference"
@@ -254,6 +254,31 @@ def test_ten_percent_slowdown_found_whenever_the_interval_resolves_it() -> None:
     for _ in range(5):
         c = compare({"base": base, "cand": cand}, baseline="base", **QUICK)
         _assert_known_ratio(c.results["cand"], expected, "slower")
+
+
+@pytest.mark.slow
+def test_known_slowdown_of_native_spins_side_by_side_in_worker_processes() -> None:
+    setup = ("from fastbench import _core\n"
+             "base, cand = _core.make_spin(1000.0), _core.make_spin(1100.0)")
+    c = compare({"base": "base()", "cand": "cand()"}, baseline="base", setup=setup,
+                processes=3, pairing="rounds", **QUICK)
+    assert (c.stop_reason, c.rounds, c.paired) == ("processes-rounds", 3, True)
+    assert [m.runs for m in c.measurements.values()] == [3, 3]
+    assert "paired within each of 3 worker processes" in str(c)
+    _assert_known_ratio(c.results["cand"], _true_ns(1000.0) / _true_ns(1100.0), "slower")
+
+
+def test_an_unknown_pairing_is_refused_before_any_worker_starts(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import subprocess
+
+    def popen(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("a worker was started")
+
+    monkeypatch.setattr(subprocess, "Popen", popen)
+    with pytest.raises(ValueError, match=r"pairing must be one of \('workers', 'rounds'\), "
+                       "got 'pairs'"):
+        compare({"a": "pass", "b": "pass"}, baseline="a", processes=2, pairing="pairs")
 
 
 def test_a_a_comparisons_find_nothing() -> None:

@@ -9,7 +9,6 @@ not register itself as a results-file kind: fastbench.results names it in its ta
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Any, Callable, Literal, Mapping, Sequence, overload
 
@@ -20,11 +19,17 @@ from .machine import known_run_variation
 from .measurement import Measurement
 from .stats import SampleComparison, adjust_pvalues, compare_samples
 from .stats.runs import compare_runs
-from .timing import Target, callable_target, gc_paused, run_config, statement_target
+from .timing import Target, callable_target, run_config, statement_target
+from .timing.sampling import run_rounds
 from .timing.targets import learned_variation
 from .timing.callables import METRICS
 from .timing.config import MAX_COUNT
-from .timing.workers import callable_job, run_interleaved, statement_job
+from .timing.workers import (callable_job, rounds_job, run_interleaved, run_together,
+                              statement_job)
+
+# How compare(..., processes=N) pairs the variants: workers of their own, or side by side in
+# every worker.
+PAIRINGS = ("workers", "rounds")
 
 __all__ = ["Comparison", "InstructionComparison", "compare", "compare_instruction_counts",
            "compare_measurements"]
@@ -57,7 +62,8 @@ class Comparison:
     stop_reason : str
         "rounds" (all requested rounds ran), "max_time_s" (the budget ended them),
         "processes" (variants measured in interleaved worker processes; ``rounds`` counts
-        the processes per variant) or "saved" (compared from existing measurements).
+        the processes per variant), "processes-rounds" (all variants side by side in each
+        of ``rounds`` worker processes) or "saved" (compared from existing measurements).
     """
 
     baseline: str
@@ -253,12 +259,6 @@ def _target(name: str, variant: Any, clock: str, setup: str,
     return callable_target(variant, (), {}, clock, name=name)
 
 
-def rotation(names: Sequence[str], round_index: int) -> list[str]:
-    """The order of round ``round_index``: the names rotated left by ``round_index mod k``."""
-    k = round_index % len(names)
-    return [*names[k:], *names[:k]]
-
-
 @overload
 def compare(variants: Mapping[str, Callable[[], Any] | str], *,
             metric: Literal["instructions"], tolerance: float = ..., baseline: str = ...,
@@ -268,7 +268,8 @@ def compare(variants: Mapping[str, Callable[[], Any] | str], *,
             correction: str = ..., setup: str = ...,
             globals: dict[str, Any] | None = ...,  # noqa: A002
             processes: int | None = ...,
-            worker_timeout_s: float | None = ...) -> InstructionComparison: ...
+            worker_timeout_s: float | None = ...,
+            pairing: str = ...) -> InstructionComparison: ...
 
 
 @overload
@@ -280,7 +281,8 @@ def compare(variants: Mapping[str, Callable[[], Any] | str], *,
             correction: str = ..., setup: str = ...,
             globals: dict[str, Any] | None = ...,  # noqa: A002
             processes: int | None = ...,
-            worker_timeout_s: float | None = ...) -> Comparison: ...
+            worker_timeout_s: float | None = ...,
+            pairing: str = ...) -> Comparison: ...
 
 
 def compare(
@@ -303,6 +305,7 @@ def compare(
     globals: dict[str, Any] | None = None,  # noqa: A002 - as in timeit
     processes: int | None = None,
     worker_timeout_s: float | None = 600.0,
+    pairing: str = "workers",
 ) -> Comparison | InstructionComparison:
     """Measure variants interleaved and judge each candidate against the baseline.
 
@@ -337,18 +340,29 @@ def compare(
     warmup, min_time_s, loops, clock, disable_gc
         As in :func:`fastbench.measure`.
     processes : int, optional
-        Measure each variant in this many fresh worker processes instead of in this one:
-        the workers of the variants are interleaved (A B B A A B ..., for k variants the
-        order and its reverse in turn) so a slow phase of the host hits all of them, and
-        each worker takes ``rounds`` samples of ``min_time_s`` of its variant (calibrated
-        and warmed up as here), so the whole costs about ``processes`` times one in-process
-        comparison. The i-th workers of two variants ran side by side and form a pair:
-        the verdict is a paired t test on the log-ratios of their medians
-        (:func:`fastbench.stats.runs.compare_runs`), at least 3 processes are needed for
-        one. Callables must be importable (module-level functions); statements must pickle
-        with ``globals``. ``max_time_s`` then bounds each worker's samples.
+        Measure the variants in this many fresh worker processes instead of in this one,
+        so that the verdict covers how much results move from process to process. How the
+        workers pair the variants is ``pairing``'s; either way the whole costs about
+        ``processes`` times one in-process comparison, and the verdict is a paired t test
+        on the log-ratios of the paired medians (:func:`fastbench.stats.runs.compare_runs`),
+        for which at least 3 processes are needed. Callables must be importable
+        (module-level functions); statements must pickle with ``globals``. ``max_time_s``
+        then bounds each worker's samples.
     worker_timeout_s : float or None
         With ``processes``: seconds one worker may take before it is killed.
+    pairing : {"workers", "rounds"}
+        With ``processes``. "workers" (default): each variant in workers of its own,
+        interleaved (A B B A A B ..., for k variants the order and its reverse in turn) so
+        a slow phase of the host hits all of them; each worker takes ``rounds`` samples of
+        its variant, and the i-th workers of two variants form a pair. "rounds": every
+        worker measures all the variants side by side, in ``rounds`` rounds as in one
+        process, and its medians form the pair. The variants then share each process and
+        its minutes, so what makes one process faster than the next cancels in their
+        ratio: for ``sum(range(1000))`` against itself on a 2-vCPU VM, per-process medians
+        varied by about 5.5% while their ratio within a worker varied by 1.2%, so a few
+        processes find a change that separate workers would need dozens for. "workers"
+        keeps the variants apart (one cannot warm or fill the caches, the allocator or
+        the thread pools of another).
     metric : {"time", "instructions"}
         "instructions" counts the user-space instructions per call of each variant instead
         of timing it (:func:`fastbench.counters.count_instructions`: the PMU where one is
@@ -394,34 +408,15 @@ def compare(
     check_int("rounds", rounds, 1, say_positive=False, maximum=MAX_COUNT)
     _check_judgement(alpha, min_effect, correction)  # before anything is measured
     cfg = run_config(warmup, min_time_s, rounds, loops, clock, disable_gc, max_time_s)
+    check_choice("pairing", pairing, PAIRINGS)
     if processes is not None:
-        return _compare_in_workers(variants, baseline, processes, worker_timeout_s,
-                                   dict(warmup=warmup, min_time_s=min_time_s, repeat=rounds,
-                                        duration_s=None, loops=loops, clock=clock,
-                                        disable_gc=disable_gc, max_time_s=max_time_s),
-                                   setup, globals, alpha, min_effect, correction)
+        settings = dict(warmup=warmup, min_time_s=min_time_s, repeat=rounds, loops=loops,
+                        clock=clock, disable_gc=disable_gc, max_time_s=max_time_s)
+        return _compare_in_workers(variants, baseline, processes, worker_timeout_s, pairing,
+                                   settings, setup, globals, alpha, min_effect, correction)
     glob = {} if globals is None else globals
     targets = {n: _target(n, variants[n], cfg.clock, setup, glob) for n in names}
-    samples: dict[str, list[float]] = {n: [] for n in names}
-    spent = dict.fromkeys(names, 0.0)
-    stop = "rounds"
-    with gc_paused(cfg.disable_gc):
-        for t in targets.values():
-            t.prepare(cfg)
-        start = time.monotonic()
-        for r in range(cfg.repeat):
-            for name in rotation(names, r):
-                got, _, elapsed = targets[name].sample(1)
-                samples[name] += got
-                spent[name] += elapsed
-            if cfg.max_time_s and r + 1 < cfg.repeat and time.monotonic() - start >= cfg.max_time_s:
-                stop = "max_time_s"
-                break
-    measurements = {
-        n: targets[n].measurement(samples[n], spent[n],
-                                  "max_time_s" if stop == "max_time_s" else "repeat", cfg)
-        for n in names
-    }
+    samples, measurements, stop = run_rounds(targets, cfg)
     return Comparison(
         baseline=baseline,
         measurements=measurements,
@@ -517,22 +512,30 @@ def _compare_in_workers(
     baseline: str,
     processes: object,
     timeout_s: float | None,
-    options: dict[str, Any],
+    pairing: str,
+    settings: dict[str, Any],
     setup: str,
     glob: dict[str, Any] | None,
     alpha: float,
     min_effect: float,
     correction: str,
 ) -> Comparison:
-    """compare() with each variant measured in interleaved worker processes."""
+    """compare() with the variants measured in worker processes: interleaved workers of
+    their own, or all side by side in every worker (``pairing``)."""
     count = check_int("processes", processes, 1, say_positive=False)
+    # A worker of its own runs measure()/timeit(), which also take duration_s; side by side,
+    # the variants take the rounds' settings as they are.
+    options = None if pairing == "rounds" else {**settings, "duration_s": None}
     jobs = {}
     for name, variant in variants.items():
         if isinstance(variant, str):
             jobs[name] = statement_job(variant, setup, glob, options=options, name=name)
         else:
             jobs[name] = callable_job(variant, (), {}, options=options, name=name)
-    runs = run_interleaved(jobs, count, timeout_s=timeout_s)
+    if pairing == "rounds":
+        runs = run_together(rounds_job(jobs, options=settings), count, timeout_s=timeout_s)
+    else:
+        runs = run_interleaved(jobs, count, timeout_s=timeout_s)
     measurements = {name: Measurement.from_runs(runs[name], name=name) for name in variants}
     return Comparison(
         baseline=baseline,
@@ -542,7 +545,7 @@ def _compare_in_workers(
         paired=True,
         correction=correction,
         rounds=count,
-        stop_reason="processes",
+        stop_reason="processes-rounds" if pairing == "rounds" else "processes",
     )
 
 

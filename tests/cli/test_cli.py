@@ -500,3 +500,11 @@ def test_debug_before_or_after_the_subcommand_shows_the_traceback(args: tuple[st
 def test_without_debug_no_traceback_whatever_the_order() -> None:
     r = run("timeit", "1/0")
     assert r.returncode == 1 and "Traceback" not in r.stderr
+
+
+def test_compare_pairing_goes_with_run_processes(ab_files: tuple[str, str]) -> None:
+    r = run("compare", "--pairing", "rounds", *ab_files)
+    assert r.returncode == 1
+    assert "--pairing goes with --run --processes N" in _one_error_line(r)
+    line = _usage_error(run("compare", "--run", "pass", "pass", "--pairing", "pairs"))
+    assert "--pairing" in line and "'pairs'" in line

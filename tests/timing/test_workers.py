@@ -28,13 +28,18 @@ from fastbench.timing.workers import (
     callable_job,
     importable,
     interleaved_order,
+    rounds_job,
     run_interleaved,
+    run_together,
     run_workers,
     statement_job,
 )
 
 # Each worker measures for a few milliseconds; starting it and importing costs about 1 s.
 QUICK: dict[str, Any] = {"duration_s": None, "repeat": 20, "min_time_s": 1e-4}
+# The same for a rounds job, which gives every setting of the rounds.
+ROUNDS: dict[str, Any] = {"warmup": 1, "min_time_s": 1e-4, "repeat": 20, "loops": None,
+                          "clock": "auto", "disable_gc": True, "max_time_s": None}
 
 
 def _lines(path: Path) -> list[str]:
@@ -114,6 +119,65 @@ def test_variants_take_turns_and_measure_their_own_work(tmp_path: Path) -> None:
     # sum(range(20000)) does 2000x the additions of sum(range(10)): a generous ratio.
     assert min(m.median_ns for m in results["big"]) > 20 * max(
         m.median_ns for m in results["small"])
+
+
+# -- variants side by side in every worker --------------------------------------------------------
+@pytest.mark.slow
+def test_a_rounds_job_measures_every_variant_in_each_worker(tmp_path: Path) -> None:
+    small_log, big_log = tmp_path / "small", tmp_path / "big"
+    jobs = {"small": callable_job(work.sum_and_record, (str(small_log), "small", 10)),
+            "big": statement_job("sum_and_record(path, 'big', 20_000)",
+                                 globals={"sum_and_record": importable(
+                                     "_worker_targets:sum_and_record"), "path": str(big_log)})}
+    job = rounds_job(jobs, options=ROUNDS)
+    assert (job.kind, [v.name for v in job.variants]) == ("rounds", ["small", "big"])
+    seen: list[tuple[int, int, str]] = []
+    results = run_together(job, 2, progress=lambda i, n, name: seen.append((i, n, name)))
+    assert seen == [(1, 2, "small vs big"), (2, 2, "small vs big")]
+    # Both variants ran in each of two fresh processes: the same two pids in both logs.
+    small_pids = [ln.split()[1] for ln in _lines(small_log)]
+    big_pids = [ln.split()[1] for ln in _lines(big_log)]
+    assert small_pids == big_pids and len(set(small_pids)) == 2
+    assert str(os.getpid()) not in small_pids
+    assert list(results) == ["small", "big"] and [len(v) for v in results.values()] == [2, 2]
+    for m in (*results["small"], *results["big"]):
+        assert m.n == 20 and m.stop_reason == "repeat"  # one sample per round
+    assert [m.call_floor_kind for m in results["big"]] == ["statement"] * 2
+    # sum(range(20000)) does 2000x the additions of sum(range(10)): a generous ratio.
+    assert min(m.median_ns for m in results["big"]) > 20 * max(
+        m.median_ns for m in results["small"])
+
+
+def test_a_failing_variant_fails_its_rounds_worker() -> None:
+    job = rounds_job({"ok": statement_job("pass"), "bad": callable_job(work.boom)},
+                     options=ROUNDS)
+    with pytest.raises(WorkerError) as info:
+        run_together(job, 2)
+    err = info.value
+    assert (err.index, err.variant, err.status) == (0, "ok vs bad", "exception")
+    assert "worker 1 of 2 for 'ok vs bad' failed while measuring: ValueError: boom" in str(err)
+
+
+def test_rounds_jobs_are_checked_here(no_workers: None) -> None:
+    plain = statement_job("pass")
+    with pytest.raises(TypeError, match="jobs must be a dict"):
+        rounds_job([plain], options=ROUNDS)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="jobs is empty"):
+        rounds_job({}, options=ROUNDS)
+    with pytest.raises(TypeError, match=r"jobs\['b'\] must be a WorkerJob from callable_job"):
+        rounds_job({"a": plain, "b": "pass"}, options=ROUNDS)  # type: ignore[dict-item]
+    nested = rounds_job({"a": plain}, options=ROUNDS)
+    with pytest.raises(TypeError, match="of kind 'rounds'"):
+        rounds_job({"a": plain, "b": nested}, options=ROUNDS)
+    with pytest.raises(TypeError, match="options lacks loops, max_time_s"):
+        rounds_job({"a": plain}, options={k: v for k, v in ROUNDS.items()
+                                          if k not in ("loops", "max_time_s")})
+    with pytest.raises(TypeError, match="options has 'duration_s'"):
+        rounds_job({"a": plain}, options={**ROUNDS, "duration_s": 1.0})
+    with pytest.raises(TypeError, match="job must be a WorkerJob from rounds_job"):
+        run_together(plain, 2)
+    with pytest.raises(ValueError, match="processes must be >= 1"):
+        run_together(nested, 0)
 
 
 # -- the order -----------------------------------------------------------------------------------

@@ -109,9 +109,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     tolerance = args.tolerance / 100.0
     comparisons: list[Comparison | InstructionComparison]
     if args.run and args.metric == "instructions":
-        if args.processes is not None:
-            raise ValueError("--metric instructions does not take --processes: counts do not "
-                             "vary from run to run")
+        if args.processes is not None or args.pairing != "workers":
+            raise ValueError("--metric instructions does not take --processes or --pairing: "
+                             "counts do not vary from run to run")
         variants = {f"[{i}] {stmt}": stmt for i, stmt in enumerate(args.run)}
         ic = compare(variants, baseline=next(iter(variants)), metric="instructions",
                      tolerance=tolerance, setup="\n".join(args.setup) or "pass")
@@ -128,7 +128,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         c = compare(variants, baseline=next(iter(variants)), rounds=args.rounds,
                     min_time_s=args.min_time, max_time_s=args.max_time, clock=args.clock,
                     alpha=args.alpha, min_effect=args.min_effect, correction=args.correction,
-                    setup=setup, globals={}, processes=args.processes)
+                    setup=setup, globals={}, processes=args.processes,
+                    pairing=args.pairing)
         comparisons = [c]
         if args.output is not None:
             save(c, args.output)
@@ -136,6 +137,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
         if args.processes is not None:
             raise ValueError("--processes measures --run statements; saved files hold the runs "
                              "they were measured with (fastbench timeit --processes N -o FILE)")
+        if args.pairing != "workers":
+            raise ValueError("--pairing goes with --run --processes N; saved files were "
+                             "measured apart")
         if len(args.files) < 2:
             raise ValueError("compare needs a baseline file and at least one candidate file "
                              "(or --run STMT STMT ...)")

@@ -74,8 +74,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--min-effect", type=float, default=0.01,
                    help="smallest relative difference called a change (default 0.01)")
     p.add_argument("--correction", default="holm", choices=["holm", "bh", "none"])
-    add_processes(p, "with --run: measure each statement in N worker processes, interleaved "
-                  "A B B A ..., and judge the run medians (paired t test)")
+    add_processes(p, "with --run: measure the statements in N worker processes (see "
+                  "--pairing) and judge the paired run medians (t test)")
+    p.add_argument("--pairing", default="workers", choices=["workers", "rounds"],
+                   help="with --processes: 'workers' (default) measures each statement in "
+                   "workers of its own, interleaved A B B A ...; 'rounds' measures all of them "
+                   "side by side in every worker, so what makes one process faster than the "
+                   "next cancels in their ratio")
     add_metric(p)
     p.add_argument("--tolerance", type=percent, default=0.5, metavar="PCT",
                    help="with --metric instructions: the change in %% that counts as a "

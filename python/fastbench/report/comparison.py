@@ -60,6 +60,9 @@ def _how(c: Comparison) -> str:
     if c.stop_reason == "processes":
         return (f"paired over {c.rounds} interleaved worker processes per variant, "
                 "t test on the run medians")
+    if c.stop_reason == "processes-rounds":
+        return (f"paired within each of {c.rounds} worker processes, the variants side by "
+                "side in rounds; t test on the run medians")
     if c.paired:
         return f"paired over {c.rounds} interleaved rounds in one process, sign test"
     levels = {r.level for r in c.results.values()}

@@ -1,16 +1,18 @@
 """The order of a run: prepare a target (loops, floors), warm it up within the time budget,
 take ``repeat`` samples, more until ``duration_s`` has passed (and more while interference
 phases held most of it), more while a precision target is unmet, then the counted samples;
-all with the cyclic GC paused as asked (:func:`gc_paused`). The samples themselves are taken
-natively by the target.
+all with the cyclic GC paused as asked (:func:`gc_paused`). Several targets side by side
+(:func:`run_rounds`, for ``compare``) take one sample each per round instead. The samples
+themselves are taken natively by the target.
 """
 
 from __future__ import annotations
 
 import gc
+import time
 from contextlib import contextmanager
 from dataclasses import replace
-from typing import Iterator
+from typing import Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -160,3 +162,47 @@ def run_target(target: Target, cfg: RunConfig) -> Measurement:
                                empty_sample=lambda: empty.run(1, 1),
                                missing_option="counters_missing='skip'")
         return replace(m, counters=counts)
+
+
+def rotation(names: Sequence[str], round_index: int) -> list[str]:
+    """The order of round ``round_index``: the names rotated left by ``round_index mod k``."""
+    k = round_index % len(names)
+    return [*names[k:], *names[:k]]
+
+
+def run_rounds(targets: Mapping[str, Target],
+               cfg: RunConfig) -> tuple[dict[str, list[float]], dict[str, Measurement], str]:
+    """Several targets measured side by side, with the GC paused as configured: each prepared
+    (loops, warmup, floors), then rounds of one sample of every target, each round in the
+    order of the previous one rotated by one (:func:`rotation`), so that drift of the machine
+    hits all alike and sample i of every target forms a pair. ``cfg.repeat`` rounds, fewer
+    when ``cfg.max_time_s`` is spent (at least one).
+
+    Returns
+    -------
+    (samples, measurements, stop_reason)
+        The per-call ns of each round by name, each target's Measurement, and "rounds" or
+        "max_time_s".
+    """
+    names = list(targets)
+    samples: dict[str, list[float]] = {n: [] for n in names}
+    spent = dict.fromkeys(names, 0.0)
+    stop = "rounds"
+    with gc_paused(cfg.disable_gc):
+        for t in targets.values():
+            t.prepare(cfg)
+        start = time.monotonic()
+        for r in range(cfg.repeat):
+            for name in rotation(names, r):
+                got, _, elapsed = targets[name].sample(1)
+                samples[name] += got
+                spent[name] += elapsed
+            if cfg.max_time_s and r + 1 < cfg.repeat and time.monotonic() - start >= cfg.max_time_s:
+                stop = "max_time_s"
+                break
+    measurements = {
+        n: targets[n].measurement(samples[n], spent[n],
+                                  "max_time_s" if stop == "max_time_s" else "repeat", cfg)
+        for n in names
+    }
+    return samples, measurements, stop

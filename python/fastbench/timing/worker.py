@@ -1,7 +1,9 @@
 """The worker process: ``python -m fastbench.timing.worker SPEC OUT`` (the parent,
 workers.py, starts it through a bootstrap that puts its sys.path first). Loads the job,
 imports the callable and the arguments, makes one measure() or timeit() call and writes the
-Measurement's JSON to OUT. Decides nothing about the measurement: the options are the job's.
+Measurement's JSON to OUT; for a "rounds" job, measures its variants side by side in rounds
+(sampling.run_rounds) and writes each one's Measurement. Decides nothing about the
+measurement: the options are the job's.
 """
 
 from __future__ import annotations
@@ -22,7 +24,10 @@ from typing import Any, Callable, Sequence
 
 from ..measurement import Measurement
 from .callables import measure
-from .statement import timeit
+from .config import run_config
+from .sampling import run_rounds
+from .statement import statement_target, timeit
+from .targets import Target, callable_target
 from .workers import ImportRef, WorkerJob, loading_main_script
 
 _USAGE = "usage: python -m fastbench.timing.worker SPEC OUT"
@@ -58,15 +63,25 @@ def main(argv: Sequence[str]) -> int:
             args = tuple(_resolved(a) for a in pickle.loads(job.args))
             kwargs = {k: _resolved(v) for k, v in pickle.loads(job.kwargs).items()}
             status, stage = "exception", "measuring"
-            result = _measure_callable(job, fn, args, kwargs)
+            result = _measure_callable(job, fn, args, kwargs).to_dict()
         elif job.kind == "statement":
             stage = "importing the globals"
             glob = {k: _resolved(v) for k, v in pickle.loads(job.globals).items()}
             status, stage = "exception", "measuring"
-            result = _measure_statement(job, glob)
+            result = _measure_statement(job, glob).to_dict()
+        elif job.kind == "rounds":
+            targets: dict[str, Target] = {}
+            cfg = run_config(**job.options)
+            for variant in job.variants:
+                stage = f"preparing variant {variant.name!r}"
+                status = "import"
+                targets[variant.name] = _variant_target(variant, cfg.clock)
+            status, stage = "exception", "measuring"
+            _, measurements, _ = run_rounds(targets, cfg)
+            result = {"rounds": {n: m.to_dict() for n, m in measurements.items()}}
         else:
-            raise ValueError(f"unknown job kind {job.kind!r}; expected 'callable' or "
-                             "'statement'")
+            raise ValueError(f"unknown job kind {job.kind!r}; expected 'callable', "
+                             "'statement' or 'rounds'")
     except BaseException as exc:  # noqa: BLE001 - SystemExit from the workload fails it too
         traceback.print_exc()
         _write(out_path, {"worker_error": {
@@ -74,7 +89,7 @@ def main(argv: Sequence[str]) -> int:
             "error": "".join(traceback.format_exception_only(type(exc), exc)).strip(),
         }})
         return 1
-    _write(out_path, result.to_dict())
+    _write(out_path, result)
     return 0
 
 
@@ -126,6 +141,18 @@ def _measure_statement(job: WorkerJob, glob: dict[str, Any]) -> Measurement:
     if not isinstance(m, Measurement):
         raise TypeError(f"a worker measures time, got {type(m).__name__}")
     return m if m.name == job.name else replace(m, name=job.name)
+
+
+def _variant_target(variant: WorkerJob, clock: str) -> Target:
+    """The timed target of one variant of a rounds job: its callable with its arguments, or
+    its statement in its globals."""
+    if variant.kind == "callable":
+        fn = _import_callable(variant)
+        args = tuple(_resolved(a) for a in pickle.loads(variant.args))
+        kwargs = {k: _resolved(v) for k, v in pickle.loads(variant.kwargs).items()}
+        return callable_target(fn, args, kwargs, clock, name=variant.name)
+    glob = {k: _resolved(v) for k, v in pickle.loads(variant.globals).items()}
+    return statement_target(variant.stmt, variant.setup, glob, clock, name=variant.name)
 
 
 def _write(out_path: str, data: dict[str, Any]) -> None:

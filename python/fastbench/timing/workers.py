@@ -38,19 +38,19 @@ import subprocess
 import sys
 import tempfile
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence, TypeVar
 
 from .._checks import check_int, check_seconds
 from ..counters.simulation.target import callable_spec
 from ..errors import FastbenchError, file_tail
 from ..measurement import Measurement
 
-__all__ = ["CALLABLE_OPTIONS", "STATEMENT_OPTIONS", "ImportRef", "WorkerError", "WorkerJob",
-           "callable_job", "importable", "interleaved_order", "run_interleaved",
-           "run_workers", "statement_job"]
+__all__ = ["CALLABLE_OPTIONS", "ROUNDS_OPTIONS", "STATEMENT_OPTIONS", "ImportRef", "WorkerError",
+           "WorkerJob", "callable_job", "importable", "interleaved_order", "rounds_job",
+           "run_interleaved", "run_together", "run_workers", "statement_job"]
 
 # The options a worker passes to measure() and to timeit(); the rest of their parameters
 # (name, and those that start workers) are the job's or the parent's.
@@ -58,6 +58,8 @@ CALLABLE_OPTIONS = ("warmup", "min_time_s", "repeat", "duration_s", "loops", "cl
                     "disable_gc", "max_time_s", "target_rel_ci", "counters",
                     "counters_missing", "memory")
 STATEMENT_OPTIONS = tuple(o for o in CALLABLE_OPTIONS if not o.startswith("counters"))
+# The settings of a run of rounds (compare's, fastbench.timing.sampling.run_rounds).
+ROUNDS_OPTIONS = ("warmup", "min_time_s", "repeat", "loops", "clock", "disable_gc", "max_time_s")
 
 # After a timeout the worker gets SIGUSR1 (faulthandler prints its stack) and this long to
 # write it, then its process group gets SIGKILL.
@@ -200,15 +202,16 @@ def _resolve(module: str, attrs: Sequence[str], what: str) -> Any:
 # -- jobs ------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class WorkerJob:
-    """A picklable description of one measurement, for :func:`run_workers`.
+    """A picklable description of one measurement, for :func:`run_workers`, or of several
+    measured side by side, for :func:`run_together`.
 
-    Built by :func:`callable_job` or :func:`statement_job`, which check everything a worker
-    would otherwise fail on, before any starts.
+    Built by :func:`callable_job`, :func:`statement_job` or :func:`rounds_job`, which check
+    everything a worker would otherwise fail on, before any starts.
 
     Attributes
     ----------
     kind : str
-        "callable" or "statement".
+        "callable", "statement" or "rounds".
     module, qualname : str
         The callable's module and qualified name ("" for a statement).
     main_path : str or None
@@ -221,7 +224,8 @@ class WorkerJob:
         callable; :class:`ImportRef` among them are resolved in the worker.
     options : dict
         Keyword options of ``measure()`` / ``timeit()`` (:data:`CALLABLE_OPTIONS`,
-        :data:`STATEMENT_OPTIONS`), passed through as given; the rest keep their defaults.
+        :data:`STATEMENT_OPTIONS`), or the settings of the rounds (:data:`ROUNDS_OPTIONS`),
+        passed through as given; the rest keep their defaults.
     name : str
         The Measurement's name.
     sys_path : list of str
@@ -229,6 +233,9 @@ class WorkerJob:
     globals : bytes
         The pickled globals of a statement (a dict); :class:`ImportRef` values are resolved
         in the worker.
+    variants : tuple of WorkerJob
+        Of a "rounds" job: the callable and statement jobs measured side by side, each
+        named as its variant (their own options are not used).
     """
 
     kind: str
@@ -243,6 +250,7 @@ class WorkerJob:
     name: str
     sys_path: list[str] = field(default_factory=list)
     globals: bytes = b""
+    variants: tuple[WorkerJob, ...] = ()
 
 
 def callable_job(fn: Callable[..., Any] | str, args: Sequence[Any] = (),
@@ -371,6 +379,67 @@ def statement_job(stmt: str, setup: str = "pass",
     return WorkerJob(kind="statement", module="", qualname="", main_path=main_path,
                      stmt=stmt, setup=setup, args=b"", kwargs=b"", options=opts,
                      name=_check_name(name, stmt), sys_path=_sys_path(), globals=blob)
+
+
+def rounds_job(jobs: Mapping[str, WorkerJob], *, options: Mapping[str, Any],
+               name: str | None = None) -> WorkerJob:
+    """A job measuring several variants side by side in each worker, as ``compare`` does in
+    one process: every variant prepared (loops, warmup, floors), then rounds of one sample
+    of each in rotating order (:func:`fastbench.timing.sampling.run_rounds`).
+
+    Each worker's variants then share its process and its minutes: whatever makes one
+    process run faster or slower than the next (the host's speed level, memory layout)
+    touches all of them, and their ratio is free of it.
+
+    Parameters
+    ----------
+    jobs : mapping of str to WorkerJob
+        The variants by name: jobs from :func:`callable_job` or :func:`statement_job` (their
+        options are not used; each is renamed to its key).
+    options : mapping
+        Every setting of the rounds (:data:`ROUNDS_OPTIONS`; ``repeat`` is the number of
+        rounds), passed to :func:`fastbench.timing.run_config` in the worker.
+    name : str, optional
+        The job's name in progress and errors; defaults to the variants' names joined.
+
+    Returns
+    -------
+    WorkerJob
+
+    Raises
+    ------
+    TypeError
+        ``jobs`` is not a mapping of str to callable or statement jobs, or an option is
+        unknown or missing.
+    ValueError
+        ``jobs`` is empty, or its jobs re-run different ``__main__`` scripts.
+    """
+    if not isinstance(jobs, Mapping):
+        raise TypeError(f"jobs must be a dict of name to WorkerJob, got {type(jobs).__name__}")
+    if not jobs:
+        raise ValueError("jobs is empty; pass at least one variant: {name: WorkerJob}")
+    variants = []
+    for key, job in jobs.items():
+        if not isinstance(key, str):
+            raise TypeError(f"variant names must be str, got {type(key).__name__} {key!r}")
+        if not isinstance(job, WorkerJob) or job.kind not in ("callable", "statement"):
+            raise TypeError(f"jobs[{key!r}] must be a WorkerJob from callable_job or "
+                            f"statement_job, got {type(job).__name__}"
+                            + (f" of kind {job.kind!r}" if isinstance(job, WorkerJob) else ""))
+        variants.append(replace(job, name=key))
+    scripts = {job.main_path for job in variants if job.main_path is not None}
+    if len(scripts) > 1:
+        raise ValueError(f"the variants re-run different __main__ scripts ({sorted(scripts)}); "
+                         "a worker can re-run only one")
+    opts = _check_options(options, ROUNDS_OPTIONS, "the rounds")
+    missing = [k for k in ROUNDS_OPTIONS if k not in opts]
+    if missing:
+        raise TypeError(f"options lacks {', '.join(missing)}; a rounds job gives every "
+                        f"setting of the rounds ({', '.join(ROUNDS_OPTIONS)})")
+    return WorkerJob(kind="rounds", module="", qualname="", main_path=next(iter(scripts), None),
+                     stmt="", setup="", args=b"", kwargs=b"", options=opts,
+                     name=_check_name(name, " vs ".join(jobs)), sys_path=_sys_path(),
+                     variants=tuple(variants))
 
 
 def _callable_name(fn: Callable[..., Any]) -> tuple[str, str, str | None]:
@@ -552,6 +621,9 @@ def interleaved_order(names: Sequence[str], processes: int) -> list[str]:
 
 # -- running workers -------------------------------------------------------------------------
 _loading_main = False
+_NESTED_START = ("workers were started while a worker re-ran the __main__ script: guard the "
+                 "script's top-level code with `if __name__ == \"__main__\":` so that "
+                 "importing it only defines the functions")
 
 
 @contextmanager
@@ -643,11 +715,7 @@ def run_interleaved(jobs: Mapping[str, WorkerJob], processes: int, *,
         Ctrl-C: the running worker is killed first.
     """
     if _loading_main:
-        raise WorkerError(
-            "workers were started while a worker re-ran the __main__ script: guard the "
-            "script's top-level code with `if __name__ == \"__main__\":` so that importing "
-            "it only defines the functions"
-        )
+        raise WorkerError(_NESTED_START)
     if not isinstance(jobs, Mapping):
         raise TypeError(f"jobs must be a dict of name to WorkerJob, got {type(jobs).__name__}")
     if not jobs:
@@ -661,7 +729,77 @@ def run_interleaved(jobs: Mapping[str, WorkerJob], processes: int, *,
     timeout = None if timeout_s is None else check_seconds("timeout_s", timeout_s)
     if progress is not None and not callable(progress):
         raise TypeError(f"progress must be callable or None, got {type(progress).__name__}")
-    results: dict[str, list[Measurement]] = {key: [] for key in jobs}
+    return _run_in_order(jobs, order, count, timeout, progress, Measurement.from_dict)
+
+
+def run_together(job: WorkerJob, processes: int, *, timeout_s: float | None = 600.0,
+                 progress: Callable[[int, int, str], None] | None = None,
+                 ) -> dict[str, list[Measurement]]:
+    """Measure the variants of a :func:`rounds_job` side by side in each of ``processes``
+    fresh workers, one worker after the other.
+
+    The i-th Measurement of every variant comes from the i-th worker: the variants shared
+    its process and its minutes, so the ratio of their medians in one worker is free of
+    what makes processes differ (the pairs ``compare(..., pairing="rounds")`` tests).
+
+    Parameters
+    ----------
+    job : WorkerJob
+        From :func:`rounds_job`.
+    processes : int
+        Number of workers (>= 1).
+    timeout_s : float or None
+        Seconds each worker may run before it and its process group are killed; None for no
+        limit.
+    progress : callable, optional
+        Called as ``progress(i, total, name)`` before the i-th worker (from 1) of ``total``
+        starts, ``name`` being the job's.
+
+    Returns
+    -------
+    dict of str to list of Measurement
+        Each variant's Measurements in the order the workers ran, in the order of the job's
+        variants.
+
+    Raises
+    ------
+    WorkerError
+        A worker failed (the message says which, how, and quotes its stderr); no worker
+        starts after it and nothing is returned.
+    TypeError, ValueError
+        A bad ``job``, ``processes``, ``timeout_s`` or ``progress``.
+    KeyboardInterrupt
+        Ctrl-C: the running worker is killed first.
+    """
+    if not isinstance(job, WorkerJob) or job.kind != "rounds":
+        raise TypeError(f"job must be a WorkerJob from rounds_job, got {type(job).__name__}"
+                        + (f" of kind {job.kind!r}" if isinstance(job, WorkerJob) else ""))
+    if _loading_main:
+        raise WorkerError(_NESTED_START)
+    order = interleaved_order([job.name], processes)
+    timeout = None if timeout_s is None else check_seconds("timeout_s", timeout_s)
+    if progress is not None and not callable(progress):
+        raise TypeError(f"progress must be callable or None, got {type(progress).__name__}")
+    names = [v.name for v in job.variants]
+
+    def read(data: Mapping[str, Any]) -> dict[str, Measurement]:
+        got = data["rounds"]
+        return {name: Measurement.from_dict(got[name]) for name in names}
+
+    per_worker = _run_in_order({job.name: job}, order, len(order), timeout, progress,
+                               read)[job.name]
+    return {name: [w[name] for w in per_worker] for name in names}
+
+
+_T = TypeVar("_T")
+
+
+def _run_in_order(jobs: Mapping[str, WorkerJob], order: list[str], count: int,
+                  timeout: float | None, progress: Callable[[int, int, str], None] | None,
+                  read: Callable[[Any], _T]) -> dict[str, list[_T]]:
+    """One worker per entry of ``order`` (a key of ``jobs``), one after the other, each
+    result read from its JSON by ``read``; by key, in the order they ran."""
+    results: dict[str, list[_T]] = {key: [] for key in jobs}
     with tempfile.TemporaryDirectory(prefix="fastbench-workers-") as tmp_name:
         tmp = Path(tmp_name)
         specs: dict[str, Path] = {}
@@ -674,7 +812,7 @@ def run_interleaved(jobs: Mapping[str, WorkerJob], processes: int, *,
             if progress is not None:
                 progress(step + 1, len(order), key)
             who = _Who(len(results[key]), count, key)
-            results[key].append(_run_worker(specs[key], tmp, step, timeout, who))
+            results[key].append(_run_worker(specs[key], tmp, step, timeout, who, read))
     return results
 
 
@@ -695,8 +833,8 @@ class _Who:
         return f"worker {self.index + 1} of {self.count} for {self.variant!r}"
 
 
-def _run_worker(spec: Path, tmp: Path, step: int, timeout_s: float | None,
-                who: _Who) -> Measurement:
+def _run_worker(spec: Path, tmp: Path, step: int, timeout_s: float | None, who: _Who,
+                read: Callable[[Any], _T]) -> _T:
     out = tmp / f"result{step}.json"
     stderr_path = tmp / f"stderr{step}"
     argv = [sys.executable, "-c", _BOOTSTRAP, str(spec), str(out)]
@@ -721,7 +859,7 @@ def _run_worker(spec: Path, tmp: Path, step: int, timeout_s: float | None,
             raise
     if code == 0:
         try:
-            return Measurement.from_dict(json.loads(out.read_text(encoding="utf-8")))
+            return read(json.loads(out.read_text(encoding="utf-8")))
         except (OSError, ValueError, TypeError, KeyError) as exc:
             tail = file_tail(stderr_path)
             why = (f"an unreadable result ({exc})" if out.exists() else
