@@ -169,8 +169,9 @@ def cross_run(pairs: int, use_pyperf: bool, interleaved: bool = False,
                     got["slow"][_interleaved(SETUP_SLOW, env, pairing)] += 1
             print(f"  {i + 1}/{pairs} pairs, {time.monotonic() - start:.0f} s", flush=True)
     print()
-    print(f"across invocations, {pairs} pairs of `fastbench timeit -o` of {STMT!r} "
-          f"({SETUP!r}), compared by `fastbench compare A.json B.json`:")
+    if counts or use_pyperf:
+        print(f"across invocations, {pairs} pairs of `fastbench timeit -o` of {STMT!r} "
+              f"({SETUP!r}), compared by `fastbench compare A.json B.json`:")
     for mode, got in counts.items():
         aa, slow = got["aa"], got["slow"]
         fp = (aa["faster"] + aa["slower"]) / pairs * 100
@@ -181,6 +182,9 @@ def cross_run(pairs: int, use_pyperf: bool, interleaved: bool = False,
               f"[{aa['faster'] + aa['slower']} of {pairs}; cannot tell {aa['cannot tell']}, "
               f"no significant difference {aa['no significant difference']}];  "
               f"10% slowdown found {found:5.1f}% [{slow['slower']} of {pairs}]{target}")
+    if interleaved:
+        print(f"in one invocation, {pairs} pairs of {STMT!r} over range(1000) against "
+              "range(1000) (A/A) and range(1100) (10% slower):")
     for pairing, got in paired.items() if interleaved else ():
         aa, slow = got["aa"], got["slow"]
         print(f"  fastbench compare --run --processes 5 --pairing {pairing:<7} (paired t): "

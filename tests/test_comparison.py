@@ -601,3 +601,20 @@ def test_compare_warmup_stops_at_the_time_budget() -> None:
 def test_compare_rounds_beyond_two_to_the_forty_name_the_argument() -> None:
     with pytest.raises(ValueError, match="rounds"):
         compare({"baseline": _noop, "same": _noop}, rounds=2**64)
+
+
+def test_separate_workers_that_find_nothing_name_the_pairing_that_could() -> None:
+    from fastbench.comparison import _with_rounds_hint
+
+    def runs(scale: float) -> Measurement:
+        return Measurement.from_runs([_synthetic(BASE * scale * f)
+                                      for f in (1.0, 1.02, 0.99, 1.01, 0.98)])
+
+    base = runs(1.0)
+    same = compare_measurements(base, {"same": runs(1.001)}).results["same"]
+    slower = compare_measurements(base, {"slow": runs(1.5)}).results["slow"]
+    assert (same.verdict, slower.verdict) == (NO_DIFF, "slower")
+    hinted = _with_rounds_hint(same)
+    assert hinted.warnings[:-1] == same.warnings
+    assert "pairing='rounds'" in hinted.warnings[-1]
+    assert _with_rounds_hint(slower) is slower

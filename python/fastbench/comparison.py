@@ -9,7 +9,7 @@ not register itself as a results-file kind: fastbench.results names it in its ta
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Literal, Mapping, Sequence, overload
 
 from ._checks import check_choice, check_finite, check_fraction, check_int
@@ -537,16 +537,29 @@ def _compare_in_workers(
     else:
         runs = run_interleaved(jobs, count, timeout_s=timeout_s)
     measurements = {name: Measurement.from_runs(runs[name], name=name) for name in variants}
+    results = judge_runs(baseline, measurements, paired=True, alpha=alpha,
+                         min_effect=min_effect, correction=correction)
+    if pairing == "workers":
+        results = {name: _with_rounds_hint(r) for name, r in results.items()}
     return Comparison(
         baseline=baseline,
         measurements=measurements,
-        results=judge_runs(baseline, measurements, paired=True, alpha=alpha,
-                           min_effect=min_effect, correction=correction),
+        results=results,
         paired=True,
         correction=correction,
         rounds=count,
         stop_reason="processes-rounds" if pairing == "rounds" else "processes",
     )
+
+
+def _with_rounds_hint(r: SampleComparison) -> SampleComparison:
+    """A verdict of separate workers that found nothing, with the pairing that could: the
+    speed level of each worker is in its pair's ratio, where side by side it cancels."""
+    if r.verdict != "no significant difference":
+        return r
+    hint = ("pairing='rounds' (--pairing rounds) measures the variants side by side in every "
+            "worker, where what sets one process's speed apart cancels in their ratio")
+    return replace(r, warnings=(*r.warnings, hint))
 
 
 def _check_measurements(baseline: object, candidates: object) -> None:
