@@ -10,7 +10,9 @@ qualified name (re-running the ``__main__`` script under the name ``__mp_main__`
 callable, an argument or a global comes from it, as multiprocessing's spawn does), unpickles
 the arguments (importing those given as :class:`ImportRef`), and makes one
 ``fastbench.measure`` (or ``fastbench.timeit``) call with the options as given: it chooses
-its loops, warms up, takes its samples and writes the Measurement as JSON. It sets nothing
+its loops, warms up, takes its samples and writes the Measurement as JSON. A rounds job
+(:func:`rounds_job`) does the same for several variants side by side, one sample of each per
+round as ``compare`` does in one process, and writes each one's Measurement. It sets nothing
 that changes the measurement (only faulthandler, so that a crash or a timeout leaves the
 Python stack in its stderr).
 
@@ -96,7 +98,8 @@ class WorkerError(FastbenchError):
         0-based index of the worker among the ``processes`` of its variant (the message
         counts from 1); None when no worker had started.
     variant : str or None
-        The job's name in :func:`run_workers`, its key in :func:`run_interleaved`.
+        The job's name in :func:`run_workers` and :func:`run_together`, its key in
+        :func:`run_interleaved`.
     status : str or None
         "exception" (the measurement raised), "import" (the callable, the ``__main__``
         script or an argument could not be imported), "exit" (non-zero exit status without
