@@ -1,16 +1,28 @@
 """Shared fixtures: the clocks usable here, a TSC requirement that skips with a reason, and
-a guard that restores the cyclic GC's state so one test cannot leak it into the next.
+a guard that restores the cyclic GC's state so one test cannot leak it into the next; and
+Ctrl-C deliverable to the test session, whatever started it.
 """
 
 from __future__ import annotations
 
 import gc
 import os
+import signal
 from typing import Iterator
 
 import pytest
 
 from fastbench import _core
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The tests of interruption press Ctrl-C (SIGINT to this process or to a child). A job
+    started in the background of a non-interactive shell (`.ci/run &`, nohup) inherits
+    SIGINT ignored, and Python keeps an ignored SIGINT ignored, in this process and in every
+    child it starts: no Ctrl-C would arrive. Python's own handler is put back here; the
+    children get the default disposition at exec and install theirs."""
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 @pytest.fixture(autouse=True, scope="session")
 def _private_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
