@@ -1,10 +1,11 @@
 """fastbench's peak kernels against an independent hand-written chain loop, one thread.
 
 For each path this CPU runs (FMA and FMA+ADD on zmm and ymm, float32 and float64; bf16
-``vdpbf16ps``; int8 ``vpdpbusd``), prints fastbench's peak_flops, the same rate from a loop of
-12 independent accumulator chains written here in C with intrinsics, compiled at run time
-(``cc -O2 ... -shared -fPIC`` into a temporary directory), called through ctypes and timed
-with time.perf_counter, and their ratio. Target: fastbench within 5% of the hand-written loop
+``vdpbf16ps``; int8 ``vpdpbusd``; bf16 ``tdpbf16ps`` and int8 ``tdpbusd`` on AMX tiles), prints
+fastbench's peak_flops, the same rate from a loop of 12 independent accumulator chains (4
+accumulator tiles for AMX) written here in C with intrinsics, compiled at run time (``cc -O2
+... -shared -fPIC`` into a temporary directory), called through ctypes and timed with
+time.perf_counter, and their ratio. Target: fastbench within 5% of the hand-written loop
 (ratio >= 0.95) for every width and dtype. Also the CPU family/model, its ISA and the
 microarchitecture table's expected FLOP/cycle. Run on a quiet machine:
 python benchmarks/peak.py
@@ -101,20 +102,55 @@ __attribute__((target("avx2,avxvnni"))) double int8_ymm(uint64_t iters) {
   return s;
 }
 """
+
+# AMX: four accumulator tiles fed by two A and two B tiles loaded once, as the hardware
+# needs (one product every 16 cycles; 4 chains cover its latency). The process already holds
+# the grant of the tile state: fastbench asked for it when it detected the ISA.
+_AMX_SOURCE = r"""
+#include <immintrin.h>
+#include <stdint.h>
+#include <string.h>
+
+#define AMX __attribute__((target("amx-tile,amx-bf16,amx-int8")))
+struct cfg { uint8_t palette, start_row, reserved[14]; uint16_t colsb[16]; uint8_t rows[16]; };
+
+#define TILE_LOOP(OP, FILL)                                                        \
+  struct cfg c; memset(&c, 0, sizeof c); c.palette = 1;                            \
+  for (int t = 0; t < 8; ++t) { c.colsb[t] = 64; c.rows[t] = 16; }                \
+  __asm__ volatile("ldtilecfg %0" : : "m"(c));                                    \
+  uint16_t ops[16 * 32] __attribute__((aligned(64)));                             \
+  for (int i = 0; i < 16 * 32; ++i) ops[i] = FILL;                                 \
+  _tile_loadd(4, ops, 64); _tile_loadd(5, ops, 64);                                \
+  _tile_loadd(6, ops, 64); _tile_loadd(7, ops, 64);                                \
+  _tile_zero(0); _tile_zero(1); _tile_zero(2); _tile_zero(3);                      \
+  for (uint64_t i = 0; i < iters; ++i) {                                           \
+    OP(0, 4, 6); OP(1, 4, 7); OP(2, 5, 6); OP(3, 5, 7);                            \
+  }                                                                                \
+  float out[256] __attribute__((aligned(64))); _tile_stored(0, out, 64);          \
+  _tile_release();                                                                 \
+  double s = 0; for (int i = 0; i < 256; ++i) s += out[i];                         \
+  return s;
+
+AMX double bf16_tiles(uint64_t iters) { TILE_LOOP(_tile_dpbf16ps, 0x3a83) }
+AMX double int8_tiles(uint64_t iters) { TILE_LOOP(_tile_dpbusd, 0x0103) }
+"""
 _CHAINS = 12
+_TILE_CHAINS = 4
 _FLAGS = ["-O2", "-mavx512f", "-mavx512bf16", "-mavx512vnni", "-shared", "-fPIC"]
+_AMX_FLAGS = ["-O2", "-mamx-tile", "-mamx-bf16", "-mamx-int8", "-shared", "-fPIC"]
 _REPEATS = 5
 _MIN_TIME_S = 0.2
 
 
-def _compile(tmp: Path) -> ctypes.CDLL | str:
+def _compile(tmp: Path, source: str = _SOURCE, flags: list[str] = _FLAGS,
+             name: str = "chains") -> ctypes.CDLL | str:
     """The hand-written loops as a library, or why they could not be built."""
     cc = shutil.which("cc")
     if cc is None:
         return "no C compiler (cc) on PATH"
-    src, lib = tmp / "chains.c", tmp / "chains.so"
-    src.write_text(_SOURCE)
-    done = subprocess.run([cc, *_FLAGS, str(src), "-o", str(lib)], capture_output=True,
+    src, lib = tmp / f"{name}.c", tmp / f"{name}.so"
+    src.write_text(source)
+    done = subprocess.run([cc, *flags, str(src), "-o", str(lib)], capture_output=True,
                           text=True)
     if done.returncode != 0:
         return f"cc failed: {done.stderr.strip()[:500]}"
@@ -160,9 +196,14 @@ def _paths() -> list[tuple[str, str, bool, str, float]]:
             paths.append((dtype, isa, False, f"fma_{reg}_{suffix}", _CHAINS * 2.0 * lanes))
             fmas, adds = (12, 12) if bits == 512 else (8, 6)  # fastbench's mix per width
             paths.append((dtype, isa, True, f"mix_{reg}_{suffix}", (fmas * 2.0 + adds) * lanes))
-    if f.avx512_bf16 and _core.best_isa() == "avx512":
+    zmm = _core.best_isa() in ("avx512", "amx")
+    if _core.best_isa() == "amx":
+        paths.append(("bfloat16", "amx", False, "bf16_tiles", _TILE_CHAINS * 16 * 16 * 32 * 2.0))
+        if f.amx_int8:
+            paths.append(("int8", "amx", False, "int8_tiles", _TILE_CHAINS * 16 * 16 * 64 * 2.0))
+    if f.avx512_bf16 and zmm:
         paths.append(("bfloat16", "avx512", False, "bf16_zmm", _CHAINS * 64.0))
-    if f.avx512_vnni and _core.best_isa() == "avx512":
+    if f.avx512_vnni and zmm:
         paths.append(("int8", "avx512", False, "int8_zmm", _CHAINS * 128.0))
     if f.avx_vnni:
         paths.append(("int8", "avx2", False, "int8_ymm", _CHAINS * 64.0))
@@ -175,20 +216,27 @@ def main() -> None:
     print(f"CPU: {f.brand or f.vendor}, family {f.family:#x} model {f.model:#x}, "
           f"ISA {_core.best_isa()}; bf16 {'yes' if f.avx512_bf16 else 'no'}, "
           f"avx512_vnni {'yes' if f.avx512_vnni else 'no'}, "
-          f"avx_vnni {'yes' if f.avx_vnni else 'no'}")
+          f"avx_vnni {'yes' if f.avx_vnni else 'no'}, "
+          f"AMX tiles {'yes' if _core.best_isa() == 'amx' else 'no'}")
     print(f"table: {arch.describe() if arch.known else arch.caveat}")
     with tempfile.TemporaryDirectory(prefix="fastbench-peak-") as tmp:
         lib = _compile(Path(tmp))
         if isinstance(lib, str):
             print(f"hand-written loops not built: {lib}")
+        tiles: ctypes.CDLL | str = "no AMX tiles here"
+        if _core.best_isa() == "amx":
+            tiles = _compile(Path(tmp), _AMX_SOURCE, _AMX_FLAGS, "tiles")
+            if isinstance(tiles, str):
+                print(f"hand-written tile loops not built: {tiles}")
         print(f"{'path':<34}{'fastbench':>12}{'hand loop':>12}{'ratio':>8}"
               f"{'per cycle':>11}{'table':>8}")
         worst = None
         for dtype, isa, mix, fn, flops_per_trip in _paths():
             r = _fastbench_rate(dtype, isa, mix)
             name = f"{dtype}{'+add' if mix else ''} {r.instruction}"
-            hand = _hand_rate(getattr(lib, fn), flops_per_trip) if not isinstance(lib, str) \
-                else 0.0
+            built = tiles if fn.endswith("_tiles") else lib
+            hand = (_hand_rate(getattr(built, fn), flops_per_trip)
+                    if not isinstance(built, str) else 0.0)
             ratio = r.flops_per_s / hand if hand > 0 else float("nan")
             if hand > 0:
                 worst = ratio if worst is None else min(worst, ratio)
@@ -201,7 +249,8 @@ def main() -> None:
             print(f"worst ratio {worst:.2f} ({verdict} the >= 0.95 target: fastbench within 5% "
                   "of the hand-written loop for every width and dtype)")
     print("(GFLOP/s on one thread, best of 5; int8 in GOPS; the hand loops run 12 FMA or dot "
-          "chains, and fastbench's FMA/add mix: 12 + 12 on zmm, 8 + 6 on ymm)")
+          "chains, 4 tile chains on AMX, and fastbench's FMA/add mix: 12 + 12 on zmm, 8 + 6 "
+          "on ymm)")
 
 
 if __name__ == "__main__":

@@ -6,9 +6,11 @@ where the binding says so, and that the objects a Sampler points into stay alive
 from __future__ import annotations
 
 import ast
+import ctypes
 import gc
 import importlib.util
 import math
+import platform
 import subprocess
 import sys
 import textwrap
@@ -236,15 +238,30 @@ def _proc_cpuinfo_flags() -> set[str] | None:
 
 
 def test_isa_names_are_ordered_narrowest_first() -> None:
-    assert _core.isa_names() == ["portable", "avx2", "avx512"]
+    assert _core.isa_names() == ["portable", "avx2", "avx512", "amx"]
     for fn in (_core.best_isa, _core.active_isa, _core._isa_cap):
         assert fn() in _core.isa_names()
+
+
+def _tile_state_granted() -> bool:
+    """Whether Linux grants this process the AMX tile data state: arch_prctl
+    ARCH_GET_XCOMP_PERM (0x1022) lists the permitted state components, XTILEDATA is bit 18.
+    fastbench asked for it when it detected the ISA (ARCH_REQ_XCOMP_PERM)."""
+    if platform.system() != "Linux" or platform.machine() != "x86_64":
+        return False
+    libc = ctypes.CDLL(None, use_errno=True)
+    mask = ctypes.c_uint64(0)
+    sys_arch_prctl = 158
+    if libc.syscall(sys_arch_prctl, 0x1022, ctypes.byref(mask)) != 0:
+        return False  # a kernel before 5.16: no dynamic state, no tiles
+    return bool(mask.value >> 18 & 1)
 
 
 def test_best_isa_follows_the_cpu_features() -> None:
     f = _core.cpu_features()
     if f.avx2 and f.fma and f.avx512f and f.avx512bw and f.avx512dq and f.avx512vl:
-        want = "avx512"
+        # Tiles also need the OS to grant this process their state (Linux 5.16 and later).
+        want = "amx" if f.amx_tile and f.amx_bf16 and _tile_state_granted() else "avx512"
     elif f.avx2 and f.fma:
         want = "avx2"
     else:
@@ -258,7 +275,8 @@ def test_best_isa_agrees_with_proc_cpuinfo() -> None:
         pytest.skip("no flags line in /proc/cpuinfo (not Linux)")
     # The kernel lists AVX flags only where it also enables their register state (XCR0).
     if {"avx2", "fma", "avx512f", "avx512bw", "avx512dq", "avx512vl"} <= flags:
-        want = "avx512"
+        want = ("amx" if {"amx_tile", "amx_bf16"} <= flags and _tile_state_granted()
+                else "avx512")
     elif {"avx2", "fma"} <= flags:
         want = "avx2"
     else:
@@ -266,12 +284,12 @@ def test_best_isa_agrees_with_proc_cpuinfo() -> None:
     assert _core.best_isa() == want, sorted(f for f in flags if f.startswith(("avx", "fma")))
 
 
-@pytest.mark.parametrize("cap", ["portable", "avx2", "avx512"])
+@pytest.mark.parametrize("cap", ["portable", "avx2", "avx512", "amx"])
 def test_isa_cap_bounds_the_active_isa(cap: str) -> None:
     names = _core.isa_names()
     best = _core.best_isa()
     before = _core._isa_cap()
-    assert before == "avx512"  # uncapped unless a test caps it
+    assert before == "amx"  # uncapped unless a test caps it
     try:
         _core._set_isa_cap(isa=cap)
         assert _core._isa_cap() == cap

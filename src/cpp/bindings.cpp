@@ -349,6 +349,9 @@ PYBIND11_MODULE(_core, m) {
       .def_readonly("avx512_vnni", &fb::CpuFeatures::avx512_vnni)
       .def_readonly("avx512_bf16", &fb::CpuFeatures::avx512_bf16)
       .def_readonly("avx_vnni", &fb::CpuFeatures::avx_vnni)
+      .def_readonly("amx_tile", &fb::CpuFeatures::amx_tile)
+      .def_readonly("amx_bf16", &fb::CpuFeatures::amx_bf16)
+      .def_readonly("amx_int8", &fb::CpuFeatures::amx_int8)
       .def_readonly("rdtscp", &fb::CpuFeatures::rdtscp)
       .def_readonly("invariant_tsc", &fb::CpuFeatures::invariant_tsc)
       .def_readonly("hypervisor", &fb::CpuFeatures::hypervisor)
@@ -358,7 +361,7 @@ PYBIND11_MODULE(_core, m) {
         "Processor features detected at run time.");
 
   // The one ISA dispatch: names narrowest first; every kernel runs min(active, its widest).
-  m.def("isa_names", &fb::isa_names, "ISA names, narrowest first: portable, avx2, avx512.");
+  m.def("isa_names", &fb::isa_names, "ISA names, narrowest first: portable, avx2, avx512, amx.");
   m.def(
       "best_isa", [] { return fb::isa_name(fb::best_isa()); },
       "The widest ISA the CPU and the OS allow.");
@@ -367,7 +370,7 @@ PYBIND11_MODULE(_core, m) {
       "min(best_isa(), the cap): the widest ISA kernels may use now.");
   m.def(
       "_isa_cap", [] { return fb::isa_name(fb::detail::isa_cap()); },
-      "Test hook: the ISA cap of every kernel ('avx512' when uncapped).");
+      "Test hook: the ISA cap of every kernel ('amx' when uncapped).");
   m.def(
       "_set_isa_cap",
       [](const std::string& isa) { fb::detail::set_isa_cap(fb::parse_isa(isa, "_set_isa_cap")); },
@@ -375,6 +378,7 @@ PYBIND11_MODULE(_core, m) {
   m.def("has_avx512_bf16", &fb::has_avx512_bf16, "AVX512_BF16 usable now (the cap included).");
   m.def("has_avx512_vnni", &fb::has_avx512_vnni, "AVX512_VNNI usable now (the cap included).");
   m.def("has_avx_vnni", &fb::has_avx_vnni, "AVX-VNNI usable now (the cap included).");
+  m.def("has_amx_int8", &fb::has_amx_int8, "AMX-INT8 tiles usable now (the cap included).");
 
   py::class_<fb::TscCalibration>(m, "TscCalibration", "TSC rate measured against steady_clock.")
       .def_readonly("hz", &fb::TscCalibration::hz)

@@ -85,6 +85,13 @@ CpuFeatures detect() {
       // only where leaf 7.0 EAX says subleaf 1 exists (Intel SDM vol. 2A, CPUID; AMD APM
       // vol. 3, E.3.6). The 512-bit features count only with the ZMM state, AVX-VNNI with YMM.
       f.avx512_vnni = ((r7.c >> 11) & 1u) && zmm_ok && f.avx512f;
+      // Leaf 7.0 EDX: AMX-BF16 bit 22, AMX-TILE bit 24, AMX-INT8 bit 25; XCR0 bit 17
+      // (XTILECFG) and bit 18 (XTILEDATA) say the OS saves the tile state (Intel SDM vol. 1,
+      // 13.3; vol. 2A, CPUID).
+      const bool tiles_ok = (xcr0 & 0x60000u) == 0x60000u;
+      f.amx_tile = ((r7.d >> 24) & 1u) && tiles_ok;
+      f.amx_bf16 = ((r7.d >> 22) & 1u) && f.amx_tile;
+      f.amx_int8 = ((r7.d >> 25) & 1u) && f.amx_tile;
       if (r7.a >= 1) {
         const Regs r71 = cpuid(7, 1);
         f.avx_vnni = ((r71.a >> 4) & 1u) && ymm_ok && f.avx2;

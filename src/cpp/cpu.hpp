@@ -24,6 +24,12 @@ struct CpuFeatures {
   bool avx512_vnni = false;    // CPUID 7.0 ECX[11]: vpdpbusd and kin on zmm (and ymm with VL)
   bool avx512_bf16 = false;    // CPUID 7.1 EAX[5]: vdpbf16ps, vcvtne2ps2bf16 (needs ZMM state)
   bool avx_vnni = false;       // CPUID 7.1 EAX[4]: VEX-encoded vpdpbusd on ymm (needs YMM state)
+  // AMX: CPUID 7.0 EDX[24] AMX-TILE, EDX[22] AMX-BF16 (tdpbf16ps), EDX[25] AMX-INT8
+  // (tdpbusd), each with the tile state enabled by the OS (XCR0 bits 17 and 18). Linux also
+  // asks each process to request the tile data state before its first use (isa.cpp does).
+  bool amx_tile = false;
+  bool amx_bf16 = false;
+  bool amx_int8 = false;
   bool rdtscp = false;         // CPUID 0x80000001 EDX[27]
   bool invariant_tsc = false;  // CPUID 0x80000007 EDX[8]: constant rate, runs in all C-states
   bool hypervisor = false;     // CPUID 1 ECX[31]: running under a hypervisor

@@ -23,6 +23,7 @@
 #include "interrupt.hpp"
 #include "isa.hpp"
 #include "parallel.hpp"
+#include "simd/amx.hpp"
 #include "simd/avx2.hpp"
 #include "simd/avx512.hpp"
 
@@ -447,7 +448,8 @@ struct Avx512Kernel {
       for (std::size_t i = 0; i < R; ++i) {
         for (std::size_t v = 0; v < NV; ++v) {
           T* ci = c + i * ldc + v * kLanes;
-          V::storeu(ci, V::fma(va, V::load(tile + i * kNr + v * kLanes), V::mul(vb, V::loadu(ci))));
+          const Reg sum = V::load(tile + i * kNr + v * kLanes);
+          V::storeu(ci, V::fma(va, sum, V::mul(vb, V::loadu(ci))));
         }
       }
     }
@@ -832,8 +834,12 @@ ThreadGrid thread_grid(std::size_t m, std::size_t n, std::size_t k, std::size_t 
 // packing; the kernel; whether tiles may start before C's first column (column_shift); and
 // the cache blocking. FloatGemm is float or double throughout; Bf16Gemm (below) packs bf16
 // pairs and accumulates in float32.
+// What a thread of a product sets up for its kernels while it runs (tiles, for AMX).
+struct NoThreadScope {};
+
 template <class T, class Kernel>
 struct FloatGemm {
+  using ThreadScope = NoThreadScope;
   using In = T;
   using Out = T;
   using PackedA = T;
@@ -878,6 +884,7 @@ void gemm_with(std::size_t m, std::size_t n, std::size_t k, typename P::Out alph
                                    sizeof(typename P::PackedB));
   std::unique_ptr<ShareSlot<P>[]> slots(new ShareSlot<P>[nt]);
   run_parallel(static_cast<int>(nt), [&](int tid, int) {
+    [[maybe_unused]] const typename P::ThreadScope scope;  // its own tile, and units it helps with
     const std::size_t t = static_cast<std::size_t>(tid);
     ShareSlot<P>& slot = slots[t];
     slot.word.store(ClaimWord::kStarted, std::memory_order_relaxed);
@@ -1081,30 +1088,38 @@ __attribute__((target(FASTBENCH_BF16_TARGET))) void interleave32(const std::uint
 
 // B rows [0, kc) × columns [0, nc) into NR-column slivers of k pairs: sliver s holds, for
 // each pair q, B[2q][j], B[2q+1][j] side by side for its NR columns; zeros past nc and past
-// an odd kc. B is read two rows at a time, each line once.
+// an odd kc. The pairs of a sliver are padded with zeros to a whole number of kPairUnit
+// (16 for tiles: a B tile is 16 pairs). B is read two rows at a time, each line once.
+template <std::size_t NR, std::size_t kPairUnit = 1>
 void pack_b_bf16(std::size_t kc, std::size_t nc, const std::uint16_t* b, std::size_t ldb,
                  std::uint16_t* out) {
-  constexpr std::size_t kNr = Bf16Kernel::kNr;
-  static_assert(kNr % 32 == 0, "a sliver's step is whole interleave32 blocks");
+  static_assert(NR % 32 == 0, "a sliver's step is whole interleave32 blocks");
   const std::size_t pairs = div_up(kc, 2);
-  const std::size_t slivers = div_up(nc, kNr);
-  const std::size_t full = nc / kNr;
+  const std::size_t stride = round_up(pairs, kPairUnit);  // pairs per sliver
+  const std::size_t slivers = div_up(nc, NR);
+  const std::size_t full = nc / NR;
   for (std::size_t q = 0; q < pairs; ++q) {
     const std::uint16_t* r0 = b + 2 * q * ldb;
     const std::uint16_t* r1 = 2 * q + 1 < kc ? r0 + ldb : nullptr;
     for (std::size_t s = 0; s < slivers; ++s) {
-      std::uint16_t* dst = out + (s * pairs + q) * 2 * kNr;
-      const std::size_t j0 = s * kNr;
+      std::uint16_t* dst = out + (s * stride + q) * 2 * NR;
+      const std::size_t j0 = s * NR;
       if (s < full && r1 != nullptr) {
-        for (std::size_t j = 0; j < kNr; j += 32) interleave32(r0 + j0 + j, r1 + j0 + j, dst + 2 * j);
+        for (std::size_t j = 0; j < NR; j += 32) interleave32(r0 + j0 + j, r1 + j0 + j, dst + 2 * j);
         continue;
       }
-      const std::size_t cols = std::min(kNr, nc - j0);
+      const std::size_t cols = std::min(NR, nc - j0);
       for (std::size_t j = 0; j < cols; ++j) {
         dst[2 * j] = r0[j0 + j];
         dst[2 * j + 1] = r1 != nullptr ? r1[j0 + j] : 0;
       }
-      for (std::size_t j = cols; j < kNr; ++j) dst[2 * j] = dst[2 * j + 1] = 0;
+      for (std::size_t j = cols; j < NR; ++j) dst[2 * j] = dst[2 * j + 1] = 0;
+    }
+  }
+  if (stride > pairs) {
+    for (std::size_t s = 0; s < slivers; ++s) {
+      std::uint16_t* pad = out + (s * stride + pairs) * 2 * NR;
+      std::fill(pad, pad + (stride - pairs) * 2 * NR, std::uint16_t{0});
     }
   }
 }
@@ -1130,6 +1145,7 @@ GemmBlocking bf16_blocking() {
 // pair-interleaved slivers, C float32. pack_b_bf16 has no lead columns, so tiles start at
 // C's first column.
 struct Bf16Gemm {
+  using ThreadScope = NoThreadScope;
   using In = std::uint16_t;
   using Out = float;
   using PackedA = std::uint32_t;
@@ -1146,7 +1162,7 @@ struct Bf16Gemm {
   }
   static void pack_b_panel(std::size_t kc, std::size_t nc, std::size_t /*lead: always 0*/,
                            const std::uint16_t* b, std::size_t ldb, std::uint16_t* out) {
-    pack_b_bf16(kc, nc, b, ldb, out);
+    pack_b_bf16<kNr>(kc, nc, b, ldb, out);
   }
   static void tile(std::size_t kc, const std::uint32_t* pa, const std::uint16_t* pb, float alpha,
                    float beta, float* c, std::size_t ldc, std::size_t rows,
@@ -1156,6 +1172,153 @@ struct Bf16Gemm {
   static GemmBlocking blocking() { return bf16_blocking(); }
 };
 #undef FASTBENCH_BF16_TARGET
+
+#if FASTBENCH_AMX_BUILT
+// ---- bf16 on tiles (AMX) ------------------------------------------------------------------
+// A 32×32 block of C in four float32 tiles (0-3: rows 0-15 and 16-31 × columns 0-15 and
+// 16-31), fed per 32 values of k by two A tiles (4, 5: 16 rows × 32 bf16) and two B tiles
+// (6, 7: 16 k pairs × 16 columns): each operand tile feeds two products, the most reuse that
+// eight tiles allow. Tiles are not renamed, so each load comes right after the products
+// that last read its tile have issued. The block's sums go through a buffer on the stack to
+// C: a tile store to C itself, 16 rows a power-of-two stride apart, would meet one L1 set.
+constexpr std::size_t kAmxChunk = 32;          // k values per tile product
+constexpr std::size_t kAmxChunkElems = 1024;   // bf16 values of a packed chunk (2 KiB)
+
+// A rows [0, mc) × k [0, kc) into 32-row slivers of 32-value chunks: chunk c of a sliver
+// holds the values [32c, 32c + 32) of its 32 rows, 64 bytes a row; zeros past mc and kc.
+void pack_a_amx(std::size_t mc, std::size_t kc, const std::uint16_t* a, std::size_t lda,
+                std::uint16_t* out) {
+  const std::size_t full = kc / kAmxChunk;
+  const std::size_t chunks = div_up(kc, kAmxChunk);
+  for (std::size_t i0 = 0; i0 < mc; i0 += 32) {
+    for (std::size_t i = 0; i < 32; ++i) {
+      std::uint16_t* dst = out + i * kAmxChunk;
+      if (i0 + i >= mc) {
+        for (std::size_t ch = 0; ch < chunks; ++ch) {
+          std::memset(dst + ch * kAmxChunkElems, 0, kAmxChunk * sizeof(std::uint16_t));
+        }
+        continue;
+      }
+      const std::uint16_t* src = a + (i0 + i) * lda;
+      for (std::size_t ch = 0; ch < full; ++ch) {
+        std::memcpy(dst + ch * kAmxChunkElems, src + ch * kAmxChunk,
+                    kAmxChunk * sizeof(std::uint16_t));
+      }
+      if (full < chunks) {
+        std::uint16_t* last = dst + full * kAmxChunkElems;
+        const std::size_t left = kc - full * kAmxChunk;
+        std::memcpy(last, src + full * kAmxChunk, left * sizeof(std::uint16_t));
+        std::memset(last + left, 0, (kAmxChunk - left) * sizeof(std::uint16_t));
+      }
+    }
+    out += chunks * kAmxChunkElems;
+  }
+}
+
+// The 32×32 block of C over the packed chunks: tiles, then alpha and beta on rows [0, rows)
+// and columns [0, cols) (zmm, masked at the edges).
+__attribute__((target("amx-tile,amx-bf16," FASTBENCH_AVX512_TARGET))) void amx_bf16_tile(
+    std::size_t kc, const std::uint16_t* pa, const std::uint16_t* pb, float alpha, float beta,
+    float* c, std::size_t ldc, std::size_t rows, std::size_t cols) {
+  const std::size_t chunks = div_up(kc, kAmxChunk);
+  // C's rows are read (or written) only after the products: their lines are fetched now,
+  // beside them (two lines a row of 32 floats).
+  for (std::size_t i = 0; i < rows; ++i) {
+    _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc), _MM_HINT_T1);
+    _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc + 16), _MM_HINT_T1);
+  }
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  for (std::size_t ch = 0; ch < chunks; ++ch) {
+    const std::uint16_t* a = pa + ch * kAmxChunkElems;
+    const std::uint16_t* b = pb + ch * kAmxChunkElems;
+    _tile_loadd(4, a, 64);        // rows 0-15
+    _tile_loadd(6, b, 128);       // columns 0-15: the first 64 bytes of each 128-byte pair row
+    _tile_dpbf16ps(0, 4, 6);
+    _tile_loadd(7, b + 32, 128);  // columns 16-31
+    _tile_dpbf16ps(1, 4, 7);
+    _tile_loadd(5, a + 512, 64);  // rows 16-31
+    _tile_dpbf16ps(2, 5, 6);
+    _tile_dpbf16ps(3, 5, 7);
+  }
+  alignas(64) float acc[32 * 32];
+  _tile_stored(0, acc, 128);
+  _tile_stored(1, acc + 16, 128);
+  _tile_stored(2, acc + 512, 128);
+  _tile_stored(3, acc + 528, 128);
+  const __mmask16 lo = cols >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << cols) - 1);
+  const __mmask16 hi = cols >= 32   ? __mmask16(0xFFFF)
+                       : cols > 16 ? __mmask16((1u << (cols - 16)) - 1)
+                                   : __mmask16(0);
+  const __m512 va = _mm512_set1_ps(alpha);
+  const __m512 vb = _mm512_set1_ps(beta);
+  for (std::size_t i = 0; i < rows; ++i) {
+    float* ci = c + i * ldc;
+    const __m512 r0 = _mm512_mul_ps(va, _mm512_load_ps(acc + 32 * i));
+    const __m512 r1 = _mm512_mul_ps(va, _mm512_load_ps(acc + 32 * i + 16));
+    if (beta == 0.0f) {
+      _mm512_mask_storeu_ps(ci, lo, r0);
+      if (hi != 0) _mm512_mask_storeu_ps(ci + 16, hi, r1);
+    } else {
+      _mm512_mask_storeu_ps(ci, lo, _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(lo, ci), r0));
+      if (hi != 0) {
+        _mm512_mask_storeu_ps(ci + 16, hi,
+                              _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(hi, ci + 16), r1));
+      }
+    }
+  }
+}
+
+// kc: a B micro-panel (kc×32 bf16) in a third of L1, so that it stays there while the A
+// slivers stream from L2 past it; mc: the A block in half of L2; nc: the B panel in a quarter
+// of L3.
+GemmBlocking amx_blocking() {
+  const CacheSizes& cs = cache_sizes();
+  GemmBlocking b;
+  b.mr = 32;
+  b.nr = 32;
+  b.kc = std::clamp<std::size_t>(round_down(cs.l1d_bytes / 3 / (b.nr * 2), kAmxChunk), 64,
+                                 1024);
+  b.mc = std::clamp<std::size_t>(round_down(cs.l2_bytes / 2 / (b.kc * 2), b.mr), b.mr * 2,
+                                 b.mr * 64);
+  b.nc = std::clamp<std::size_t>(round_down(cs.l3_bytes / 4 / (b.kc * 2), b.nr), b.nr * 16,
+                                 round_down(4096, b.nr));
+  return b;
+}
+
+// The tile product for the shared driver: A in 32-row slivers of chunks, B in 32-column
+// pair-interleaved slivers padded to whole B tiles, C float32; every thread configures its
+// tiles for the product's length (TileScope) and releases them after.
+struct AmxBf16Gemm {
+  using ThreadScope = detail::TileScope;
+  using In = std::uint16_t;
+  using Out = float;
+  using PackedA = std::uint16_t;
+  using PackedB = std::uint16_t;
+  static constexpr std::size_t kMr = 32;
+  static constexpr std::size_t kNr = 32;
+  static constexpr std::size_t kKUnit = kAmxChunk;
+  static constexpr bool kShiftColumns = false;
+  static std::size_t a_step(std::size_t kc) { return round_up(kc, kAmxChunk); }
+  static std::size_t b_step(std::size_t kc) { return round_up(kc, kAmxChunk); }
+  static void pack_a_block(std::size_t mc, std::size_t kc, const std::uint16_t* a,
+                           std::size_t lda, std::uint16_t* out) {
+    pack_a_amx(mc, kc, a, lda, out);
+  }
+  static void pack_b_panel(std::size_t kc, std::size_t nc, std::size_t /*lead: always 0*/,
+                           const std::uint16_t* b, std::size_t ldb, std::uint16_t* out) {
+    pack_b_bf16<kNr, 16>(kc, nc, b, ldb, out);
+  }
+  static void tile(std::size_t kc, const std::uint16_t* pa, const std::uint16_t* pb,
+                   float alpha, float beta, float* c, std::size_t ldc, std::size_t rows,
+                   std::size_t /*col0: always 0*/, std::size_t cols) {
+    amx_bf16_tile(kc, pa, pb, alpha, beta, c, ldc, rows, cols);
+  }
+  static GemmBlocking blocking() { return amx_blocking(); }
+};
+#endif  // FASTBENCH_AMX_BUILT
 #endif  // __x86_64__
 
 // Both inputs widened to float32 (dense copies), then the float32 gemm.
@@ -1208,6 +1371,13 @@ void gemm_bf16(std::size_t m, std::size_t n, std::size_t k, float alpha, const s
         "[gemm_bf16] c shares memory with a or b, which it would overwrite while they are "
         "read; expected an output apart from both inputs");
   }
+#if FASTBENCH_AMX_BUILT
+  if (active_isa() >= Isa::amx) {
+    gemm_with<AmxBf16Gemm>(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, nthreads);
+    throw_if_interrupted("gemm_bf16");
+    return;
+  }
+#endif
 #if defined(__x86_64__)
   if (bf16_native()) {
     gemm_with<Bf16Gemm>(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, nthreads);
@@ -1218,7 +1388,10 @@ void gemm_bf16(std::size_t m, std::size_t n, std::size_t k, float alpha, const s
   gemm_bf16_widened(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, nthreads);
 }
 
-const char* gemm_bf16_isa() { return bf16_native() ? "avx512_bf16" : gemm_isa(); }
+const char* gemm_bf16_isa() {
+  if (active_isa() >= Isa::amx) return "amx_bf16";
+  return bf16_native() ? "avx512_bf16" : gemm_isa();
+}
 
 const char* gemm_isa() { return isa_name(gemm_path()); }
 

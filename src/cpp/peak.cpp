@@ -4,6 +4,7 @@
 // kernels have 32 registers and run 16 FMA chains, 12 + 12 for the mix, and 16 dot-product
 // chains (vdpbf16ps and vpdpbusd take 4-6 cycles: 16 cover two issued a cycle; the
 // AVX-VNNI ymm kernel runs 12).
+// Tile kernels (AMX) hold four tdpbf16ps or tdpbusd chains in tiles.
 // Checked with objdump -d on the Release object: the hot loops touch no memory.
 // The core clock comes from a chain of dependent integer adds of a register, one per cycle
 // on every x86 core since the P6 (Agner Fog, instruction tables); adds of an immediate are
@@ -24,6 +25,7 @@
 #include "isa.hpp"
 #include "median.hpp"
 #include "parallel.hpp"
+#include "simd/amx.hpp"
 #include "simd/avx2.hpp"
 #include "simd/avx512.hpp"
 
@@ -59,6 +61,7 @@ constexpr int kDotChains = 16;
 
 struct Kernel {
   double (*run)(std::uint64_t iters) = nullptr;  // returns a sink of the chains
+  Isa isa = Isa::portable;                       // the path it runs
   int fma_per_iter = 0;
   int add_per_iter = 0;
   double flops_per_instruction = 0.0;  // per FMA or dot product; an add is half an FMA
@@ -236,6 +239,50 @@ __attribute__((target("avx2,fma"))) double int8_ymm(std::uint64_t iters) {
 #undef FASTBENCH_ZMM_TARGET
 #endif
 
+#if FASTBENCH_AMX_BUILT
+// Tile products: four accumulator tiles (0-3) fed by two A tiles (4, 5) and two B tiles (6,
+// 7) that stay loaded, four independent products a trip: tdpbf16ps and tdpbusd issue one
+// every 16 cycles on Sapphire Rapids, and four chains cover their latency (Intel
+// Optimization Reference Manual, "Intel AMX"). Small inputs keep the float32 sums finite
+// however long the chains run; the int32 sums wrap, as the instruction defines.
+constexpr int kTileChains = 4;
+
+template <bool kInt8>
+__attribute__((target("amx-tile,amx-bf16,amx-int8"))) double tile_products(std::uint64_t iters) {
+  alignas(64) std::uint16_t ops[16 * 32];
+  for (std::uint16_t& v : ops) v = kInt8 ? 0x0103 : 0x3a83;  // int8 1 and 3; bf16 about 1e-3
+  alignas(64) float out[16 * 16];
+  const detail::TileScope tiles;
+  _tile_loadd(4, ops, 64);
+  _tile_loadd(5, ops, 64);
+  _tile_loadd(6, ops, 64);
+  _tile_loadd(7, ops, 64);
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  for (std::uint64_t i = 0; i < iters; ++i) {
+    if constexpr (kInt8) {
+      _tile_dpbusd(0, 4, 6);
+      _tile_dpbusd(1, 4, 7);
+      _tile_dpbusd(2, 5, 6);
+      _tile_dpbusd(3, 5, 7);
+    } else {
+      _tile_dpbf16ps(0, 4, 6);
+      _tile_dpbf16ps(1, 4, 7);
+      _tile_dpbf16ps(2, 5, 6);
+      _tile_dpbf16ps(3, 5, 7);
+    }
+  }
+  double s = 0.0;
+  _tile_stored(0, out, 64);
+  for (float x : out) s += static_cast<double>(x);
+  _tile_stored(3, out, 64);
+  for (float x : out) s += static_cast<double>(x);
+  return s;
+}
+#endif
+
 // Portable: the same chains on scalars; the compiler may or may not vectorise them, so no
 // per-instruction count is reported (flops_per_instruction is 2, a scalar FMA). m and c are
 // read through volatile: in float32 every start value is a fixed point of x·m + c once
@@ -282,6 +329,8 @@ template <class T>
 Kernel float_kernel(bool mix, Isa isa) {
   Kernel k;
   const bool f32 = sizeof(T) == 4;
+  if (isa > Isa::avx512) isa = Isa::avx512;  // no tile FMAs: the amx level runs zmm
+  k.isa = isa;
 #if defined(__x86_64__)
   if (isa == Isa::avx512) {
     k.vector_bits = 512;
@@ -324,10 +373,26 @@ std::string why_not(bool cpu_has, Isa needs, Isa asked) {
          "' was asked for";
 }
 
-// The bf16 and int8 kernels, or std::invalid_argument saying what is missing.
+// The bf16 and int8 kernels, or std::invalid_argument saying what is missing: tiles on the
+// amx path, zmm (or ymm for AVX-VNNI) registers below it.
 Kernel dot_kernel(const std::string& dtype, Isa isa) {
   Kernel k;
   const CpuFeatures& cpu = cpu_features();
+#if FASTBENCH_AMX_BUILT
+  if (isa >= Isa::amx && (dtype == "bfloat16" || has_amx_int8())) {
+    const bool int8 = dtype == "int8";
+    k.isa = Isa::amx;
+    k.run = int8 ? &tile_products<true> : &tile_products<false>;
+    k.vector_bits = kTileBits;
+    // 16×16 accumulators, each the sum of 32 bf16 (64 int8) products: multiply and add.
+    k.flops_per_instruction = 16.0 * 16.0 * (int8 ? 64 : 32) * 2.0;
+    k.fma_per_iter = kTileChains;
+    k.instruction = int8 ? "tdpbusd tmm (AMX-INT8)" : "tdpbf16ps tmm (AMX-BF16)";
+    return k;
+  }
+#endif
+  if (isa > Isa::avx512) isa = Isa::avx512;  // int8 without AMX-INT8: the zmm path
+  k.isa = isa;
   if (dtype == "bfloat16") {
     if (!has_avx512_bf16() || isa < Isa::avx512) {
       throw std::invalid_argument("[peak_flops] bfloat16 needs AVX512_BF16, " +
@@ -352,6 +417,7 @@ Kernel dot_kernel(const std::string& dtype, Isa isa) {
     return k;
   }
   if (isa >= Isa::avx2 && has_avx_vnni()) {
+    k.isa = Isa::avx2;
     k.run = &int8_ymm;
     k.vector_bits = 256;
     k.flops_per_instruction = 8 * 4 * 2.0;
@@ -464,7 +530,7 @@ PeakResult peak_flops(const std::string& dtype, int threads, bool add_mix, doubl
                                         : dot_kernel(dtype, isa);
   PeakResult r;
   r.dtype = dtype;
-  r.isa = isa_name(isa);
+  r.isa = isa_name(k.isa);
   r.instruction = k.instruction;
   r.vector_bits = k.vector_bits;
   r.add_mix = add_mix;

@@ -165,11 +165,13 @@ void test_portable_f32() { test_portable_dtype<float>(); }
 void test_portable_f64() { test_portable_dtype<double>(); }
 
 // Uncapped, gemm names the widest path that pays: avx512 except on Zen 4 (AMD family 0x19),
-// whose 512-bit FMAs are two 256-bit halves and where the ymm kernel measured faster.
+// whose 512-bit FMAs are two 256-bit halves and where the ymm kernel measured faster. Tiles
+// hold no float FMAs: the amx level runs the avx512 kernels.
 void test_uncapped_path() {
   const fb::CpuFeatures& f = fb::cpu_features();
   const bool zen4 = f.vendor == "AuthenticAMD" && f.family == 0x19;
-  const fb::Isa want = fb::best_isa() == fb::Isa::avx512 && zen4 ? fb::Isa::avx2 : fb::best_isa();
+  const fb::Isa widest = std::min(fb::best_isa(), fb::Isa::avx512);
+  const fb::Isa want = widest == fb::Isa::avx512 && zen4 ? fb::Isa::avx2 : widest;
   CHECK(std::string(fb::gemm_isa()) == fb::isa_name(want), fb::gemm_isa(), " want ",
         fb::isa_name(want));
 }
@@ -256,10 +258,34 @@ void run_bf16_shapes() {
   }
 }
 
+// vdpbf16ps: the path below amx (capped there on a machine with tiles).
 void test_bf16_native() {
   SKIP_UNLESS(fb::has_avx512_bf16(), "no AVX512_BF16 on this CPU");
+  const IsaCap capped(fb::Isa::avx512);
   CHECK(std::string(fb::gemm_bf16_isa()) == "avx512_bf16", fb::gemm_bf16_isa());
   run_bf16_shapes();
+}
+
+// Tiles: 32×32 blocks of C over chunks of 32 values of k, edges zero-padded in packing.
+void test_bf16_tiles() {
+  SKIP_UNLESS(fb::best_isa() >= fb::Isa::amx, "no AMX tiles (or no grant of their state)");
+  CHECK(std::string(fb::gemm_bf16_isa()) == "amx_bf16", fb::gemm_bf16_isa());
+  run_bf16_shapes();
+  // Around the tile block and a k block: one chunk, one short of two, two k blocks and a
+  // partial chunk.
+  const Shape around[] = {{32, 32, 32}, {31, 33, 63}, {33, 31, 65}, {64, 64, 544},
+                          {65, 95, 257}, {96, 17, 1}};
+  std::uint64_t seed = 900;
+  for (const Shape& s : around) {
+    for (int threads : {1, 2}) {
+      Case cs;
+      cs.s = s;
+      cs.beta = threads == 1 ? 0.0 : 0.5;
+      cs.pad = threads == 1 ? 0 : 3;
+      cs.threads = threads;
+      if (!check_bf16_case(cs, seed++)) return;
+    }
+  }
 }
 
 // Below avx512 (or without AVX512_BF16) both inputs are widened and the float32 gemm runs.
@@ -524,10 +550,14 @@ void test_shared_units_portable() {
   run_shared_units(check_case<double>);
 }
 
-// The bf16 GEMM shares units through the same driver.
+// The bf16 GEMM shares units through the same driver: on tiles, and on vdpbf16ps.
 void test_shared_units_bf16() {
   SKIP_UNLESS(fb::has_avx512_bf16(), "no AVX512_BF16 on this CPU");
   run_shared_units(check_bf16_case);
+  if (fb::best_isa() >= fb::Isa::amx) {
+    const IsaCap capped(fb::Isa::avx512);
+    run_shared_units(check_bf16_case);
+  }
 }
 
 void test_blocking() {
@@ -607,6 +637,7 @@ const Test kTests[] = {
     {"shared_units_f64", test_shared_units_f64},
     {"shared_units_portable", test_shared_units_portable},
     {"shared_units_bf16", test_shared_units_bf16},
+    {"bf16_tiles", test_bf16_tiles},
     {"k_zero_scales_c", test_k_zero_scales_c},
     {"alpha_zero_ignores_ab", test_alpha_zero_ignores_ab},
     {"empty_is_noop", test_empty_is_noop},

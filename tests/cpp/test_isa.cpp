@@ -32,7 +32,7 @@ namespace fb = fastbench;
 
 namespace {
 
-constexpr fb::Isa kAll[] = {fb::Isa::portable, fb::Isa::avx2, fb::Isa::avx512};
+constexpr fb::Isa kAll[] = {fb::Isa::portable, fb::Isa::avx2, fb::Isa::avx512, fb::Isa::amx};
 // The widest path every kernel implements (conv2d's); the others may go wider.
 constexpr fb::Isa kWidestKernel = fb::Isa::avx2;
 
@@ -63,6 +63,8 @@ void test_best_isa_follows_cpu_features() {
   if (f.avx2 && f.fma) want = fb::Isa::avx2;
   if (want == fb::Isa::avx2 && f.avx512f && f.avx512bw && f.avx512dq && f.avx512vl) {
     want = fb::Isa::avx512;
+    // Tiles also need the OS's grant to this process, asked once by the detection.
+    if (f.amx_tile && f.amx_bf16 && FASTBENCH_AMX_BUILT) want = fb::Isa::amx;
   }
 #if !defined(__x86_64__)
   want = fb::Isa::portable;  // SIMD kernels are built for x86-64 only
@@ -71,6 +73,8 @@ void test_best_isa_follows_cpu_features() {
   CHECK(!f.avx512bw || f.avx512f, "avx512bw without avx512f");
   CHECK(!f.avx512dq || f.avx512f, "avx512dq without avx512f");
   CHECK(!f.avx512vl || f.avx512f, "avx512vl without avx512f");
+  CHECK(!f.amx_bf16 || f.amx_tile, "amx_bf16 without amx_tile");
+  CHECK(!f.amx_int8 || f.amx_tile, "amx_int8 without amx_tile");
 }
 
 // The flags of the first processor in /proc/cpuinfo; empty where there is none (not Linux).
@@ -108,6 +112,7 @@ void test_best_isa_agrees_with_proc_cpuinfo() {
   if (has({"avx2", "fma"})) want = fb::Isa::avx2;
   if (has({"avx2", "fma", "avx512f", "avx512bw", "avx512dq", "avx512vl"})) {
     want = fb::Isa::avx512;
+    if (has({"amx_tile", "amx_bf16"}) && FASTBENCH_AMX_BUILT) want = fb::Isa::amx;
   }
   CHECK(fb::best_isa() == want, fb::isa_name(fb::best_isa()), " but /proc/cpuinfo says ",
         fb::isa_name(want));
@@ -118,13 +123,13 @@ void test_best_isa_agrees_with_proc_cpuinfo() {
 
 void test_names_round_trip_in_order() {
   const std::vector<std::string> names = fb::isa_names();
-  CHECK(names == std::vector<std::string>({"portable", "avx2", "avx512"}), names.size());
+  CHECK(names == std::vector<std::string>({"portable", "avx2", "avx512", "amx"}), names.size());
   for (std::size_t i = 0; i < names.size(); ++i) {
     CHECK(fb::isa_name(kAll[i]) == names[i], names[i]);
     CHECK(fb::parse_isa(names[i]) == kAll[i], names[i]);
     if (i > 0) CHECK(kAll[i - 1] < kAll[i], names[i]);
   }
-  CHECK(fb::kWidestIsa == kAll[2], "kWidestIsa");
+  CHECK(fb::kWidestIsa == kAll[3], "kWidestIsa");
   CHECK_THROWS(std::invalid_argument, fb::parse_isa("avx2+fma"), "[parse_isa]");
   CHECK_THROWS(std::invalid_argument, fb::parse_isa("AVX2", "set"), "[set]");
   CHECK_THROWS(std::invalid_argument, fb::parse_isa(""), "[parse_isa]");
@@ -164,6 +169,9 @@ void test_dot_product_extensions_agree_with_proc_cpuinfo_and_the_cap() {
     CHECK(f.avx512_bf16 == (flags.count("avx512_bf16") != 0), f.avx512_bf16);
     CHECK(f.avx512_vnni == (flags.count("avx512_vnni") != 0), f.avx512_vnni);
     CHECK(f.avx_vnni == (flags.count("avx_vnni") != 0), f.avx_vnni);
+    CHECK(f.amx_tile == (flags.count("amx_tile") != 0), f.amx_tile);
+    CHECK(f.amx_bf16 == (flags.count("amx_bf16") != 0), f.amx_bf16);
+    CHECK(f.amx_int8 == (flags.count("amx_int8") != 0), f.amx_int8);
   } else {
     skip("no flags line in /proc/cpuinfo (not Linux): checked against CPUID only");
   }
@@ -174,10 +182,13 @@ void test_dot_product_extensions_agree_with_proc_cpuinfo_and_the_cap() {
     CHECK(fb::has_avx512_bf16() == (zmm && f.avx512_bf16), fb::isa_name(cap));
     CHECK(fb::has_avx512_vnni() == (zmm && f.avx512_vnni), fb::isa_name(cap));
     CHECK(fb::has_avx_vnni() == (ymm && f.avx_vnni), fb::isa_name(cap));
+    CHECK(fb::has_amx_int8() == (fb::active_isa() >= fb::Isa::amx && f.amx_int8),
+          fb::isa_name(cap));
   }
-  std::printf("note: avx512_bf16 %d, avx512_vnni %d, avx_vnni %d; family %#x model %#x\n",
-              f.avx512_bf16, f.avx512_vnni, f.avx_vnni, static_cast<unsigned>(f.family),
-              static_cast<unsigned>(f.model));
+  std::printf("note: avx512_bf16 %d, avx512_vnni %d, avx_vnni %d, amx tile/bf16/int8 %d/%d/%d; "
+              "family %#x model %#x\n",
+              f.avx512_bf16, f.avx512_vnni, f.avx_vnni, f.amx_tile, f.amx_bf16, f.amx_int8,
+              static_cast<unsigned>(f.family), static_cast<unsigned>(f.model));
 }
 
 // ---- every kernel at every cap ------------------------------------------------------------
@@ -266,10 +277,11 @@ void check_kernels_at(fb::Isa cap) {
   const IsaCap capped(cap);
   const fb::Isa active = narrowest(cap, fb::best_isa());
   // GEMM, conv2d and bandwidth may keep to avx2 on an avx512 path where zmm does not pay
-  // (each names what it ran); below avx512 every kernel runs the capped path itself.
+  // (each names what it ran); below avx512 every kernel runs the capped path itself. None
+  // has a tile path: under amx they run avx512 (or avx2).
   auto runs_capped = [&](const std::string& name) {
     return name == fb::isa_name(narrowest(active, kWidestKernel)) ||
-           (active == fb::Isa::avx512 && name == fb::isa_name(fb::Isa::avx512));
+           (active >= fb::Isa::avx512 && name == fb::isa_name(fb::Isa::avx512));
   };
   const std::string ran = fb::gemm_isa();  // names the failures below
   CHECK(runs_capped(fb::gemm_isa()), "gemm_isa ", fb::gemm_isa(), " under cap ",
@@ -287,8 +299,8 @@ void check_kernels_at(fb::Isa cap) {
   // its own (the microarchitecture table, in Python, gives it).
   for (const bool mix : {false, true}) {
     const fb::PeakResult pk = fb::peak_flops("float64", 1, mix, 0.002);
-    CHECK(pk.isa == fb::isa_name(active), "peak_flops ", pk.isa, " under cap ",
-          fb::isa_name(cap));
+    CHECK(pk.isa == fb::isa_name(narrowest(active, fb::Isa::avx512)), "peak_flops ", pk.isa,
+          " under cap ", fb::isa_name(cap));
     CHECK(pk.flops_per_s > 0 && std::isfinite(pk.flops_per_s), pk.flops_per_s);
   }
 }
@@ -300,11 +312,20 @@ void test_kernels_capped_at_avx2() {
   check_kernels_at(fb::Isa::avx2);
 }
 
-// Uncapped: the peak runs zmm chains on an AVX-512 machine.
+void test_kernels_capped_at_avx512() {
+  SKIP_UNLESS(fb::best_isa() >= fb::Isa::avx512, "no AVX-512 on this CPU");
+  check_kernels_at(fb::Isa::avx512);
+}
+
+// Uncapped: the peak runs zmm chains on an AVX-512 machine, tiles for bf16 on an AMX one.
 void test_kernels_uncapped() {
   check_kernels_at(fb::kWidestIsa);
-  if (fb::best_isa() == fb::Isa::avx512) {
+  if (fb::best_isa() >= fb::Isa::avx512) {
     CHECK(fb::peak_flops("float32", 1, false, 0.002).vector_bits == 512, "no zmm chains");
+  }
+  if (fb::best_isa() == fb::Isa::amx) {
+    CHECK(fb::peak_flops("bfloat16", 1, false, 0.002).vector_bits == fb::kTileBits,
+          "no tile chains");
   }
 }
 
@@ -318,6 +339,7 @@ const Test kTests[] = {
      test_dot_product_extensions_agree_with_proc_cpuinfo_and_the_cap},
     {"kernels_capped_at_portable", test_kernels_capped_at_portable},
     {"kernels_capped_at_avx2", test_kernels_capped_at_avx2},
+    {"kernels_capped_at_avx512", test_kernels_capped_at_avx512},
     {"kernels_uncapped", test_kernels_uncapped},
 };
 

@@ -25,6 +25,7 @@ namespace {
 // chains a compiler vectorises reach at most the widest vector's lanes.
 constexpr double kMostInstructionsPerCycle = 4.0;
 
+// The register widths this CPU can run (tiles apart: the amx level runs zmm FMAs).
 std::vector<fb::Isa> runnable_isas() {
   std::vector<fb::Isa> out;
   for (fb::Isa isa : {fb::Isa::portable, fb::Isa::avx2, fb::Isa::avx512}) {
@@ -83,7 +84,7 @@ void test_portable_peak_is_not_folded_by_the_compiler() {
 
 void test_dot_peaks_run_where_the_cpu_has_them() {
   if (fb::has_avx512_bf16()) {
-    const fb::PeakResult r = fb::peak_flops("bfloat16", 1, false, 0.01);
+    const fb::PeakResult r = fb::peak_flops("bfloat16", 1, false, 0.01, "avx512");
     CHECK(r.isa == "avx512" && r.vector_bits == 512 && r.instruction == "vdpbf16ps zmm",
           r.isa, " ", r.instruction);
     // 16 float32 lanes, each two bf16 products and their sums.
@@ -93,7 +94,8 @@ void test_dot_peaks_run_where_the_cpu_has_them() {
     skip("no AVX512_BF16: bfloat16 peak not run");
   }
   if (fb::has_avx512_vnni() || fb::has_avx_vnni()) {
-    const fb::PeakResult r = fb::peak_flops("int8", 1, false, 0.01);
+    const fb::PeakResult r = fb::peak_flops("int8", 1, false, 0.01,
+                                            fb::has_avx512_vnni() ? "avx512" : "avx2");
     // Per int32 lane: four u8·s8 products and their sums.
     CHECK(r.flops_per_instruction == r.vector_bits / 32 * 8.0, r.flops_per_instruction);
     CHECK(r.instruction.find("vpdpbusd") == 0, r.instruction);
@@ -130,6 +132,45 @@ void test_dot_peaks_refuse_clearly_below_avx512() {
   }
 }
 
+// Tiles: four product chains of 16×16 accumulators, each instruction 16·16·32 bf16 (or
+// 16·16·64 int8) multiply-adds; the amx path by default, zmm under an avx512 cap.
+void test_tile_peaks_run_where_the_cpu_has_them() {
+  SKIP_UNLESS(fb::best_isa() >= fb::Isa::amx, "no AMX tiles (or no grant of their state)");
+  const fb::PeakResult bf = fb::peak_flops("bfloat16", 1, false, 0.01);
+  CHECK(bf.isa == "amx" && bf.vector_bits == fb::kTileBits &&
+            bf.instruction == "tdpbf16ps tmm (AMX-BF16)",
+        bf.isa, " ", bf.instruction);
+  CHECK(bf.flops_per_instruction == 16.0 * 16 * 32 * 2, bf.flops_per_instruction);
+  // A tile product issues at most once a cycle (Sapphire Rapids: once in 16).
+  CHECK(bf.flops_per_cycle > 0 && bf.flops_per_cycle <= 1.5 * bf.flops_per_instruction,
+        bf.flops_per_cycle);
+  std::printf("note: bfloat16 tiles: %.1f GFLOP/s, %.1f per cycle\n", bf.flops_per_s / 1e9,
+              bf.flops_per_cycle);
+  if (fb::has_amx_int8()) {
+    const fb::PeakResult i8 = fb::peak_flops("int8", 1, false, 0.01, "amx");
+    CHECK(i8.isa == "amx" && i8.instruction == "tdpbusd tmm (AMX-INT8)", i8.instruction);
+    CHECK(i8.flops_per_instruction == 16.0 * 16 * 64 * 2, i8.flops_per_instruction);
+    CHECK(i8.flops_per_cycle > 0 && i8.flops_per_cycle <= 1.5 * i8.flops_per_instruction,
+          i8.flops_per_cycle);
+    std::printf("note: int8 tiles: %.1f GOPS, %.1f per cycle\n", i8.flops_per_s / 1e9,
+                i8.flops_per_cycle);
+  }
+  {
+    const IsaCap capped(fb::Isa::avx512);
+    const fb::PeakResult r = fb::peak_flops("bfloat16", 1, false, 0.01);
+    CHECK(r.isa == "avx512" && r.instruction == "vdpbf16ps zmm", r.isa, " ", r.instruction);
+    CHECK_THROWS(std::invalid_argument, fb::peak_flops("bfloat16", 1, false, 0.01, "amx"),
+                 "[peak_flops] isa is 'amx', above what runs here");
+  }
+  // Tiles hold no FMAs: float chains asked for on the amx path run zmm and say so.
+  const fb::PeakResult f = fb::peak_flops("float32", 1, false, 0.01, "amx");
+  CHECK(f.isa == "avx512" && f.vector_bits == 512, f.isa);
+  // Every thread configures its own tiles: two threads both run.
+  const fb::PeakResult two = fb::peak_flops("bfloat16", 2, false, 0.01);
+  CHECK(two.threads == 2 && two.flops_per_s > 0 && std::isfinite(two.flops_per_s),
+        two.flops_per_s);
+}
+
 void test_peak_rejects_bad_isa_and_dtype() {
   CHECK_THROWS(std::invalid_argument, fb::peak_flops("float32", 1, false, 0.01, "sse"),
                "[peak_flops] ISA is 'sse'");
@@ -147,6 +188,7 @@ const Test kTests[] = {
     {"portable_peak_is_not_folded_by_the_compiler", test_portable_peak_is_not_folded_by_the_compiler},
     {"dot_peaks_run_where_the_cpu_has_them", test_dot_peaks_run_where_the_cpu_has_them},
     {"dot_peaks_refuse_clearly_below_avx512", test_dot_peaks_refuse_clearly_below_avx512},
+    {"tile_peaks_run_where_the_cpu_has_them", test_tile_peaks_run_where_the_cpu_has_them},
     {"peak_rejects_bad_isa_and_dtype", test_peak_rejects_bad_isa_and_dtype},
 };
 

@@ -110,6 +110,36 @@ def test_an_unknown_model_says_so_and_falls_back_to_its_isa(vendor: str, family:
     assert lookup(vendor, family, model, "portable").rates == {}
 
 
+def test_tile_products_of_amx_cores() -> None:
+    # Sapphire Rapids: one tdpbf16ps (16 x 16 sums of 32 bf16 products) every 16 cycles:
+    # 16 * 16 * 32 * 2 / 16 = 1024 FLOP/cycle; tdpbusd (64 int8 products) 2048 OPS/cycle.
+    spr = lookup(INTEL, 6, 0x8F)
+    assert expected_flops_per_cycle(spr, "bfloat16", microarch.TILE_BITS,
+                                    fma_per_iter=4) == pytest.approx(1024.0)
+    assert expected_flops_per_cycle(spr, "int8", microarch.TILE_BITS) == pytest.approx(2048.0)
+    assert expected_flops_per_cycle(spr, "float32", microarch.TILE_BITS) is None
+    assert "AMX tiles" in spr.describe()
+    # Zen 4 has no tiles.
+    assert expected_flops_per_cycle(lookup(AMD, 0x19, 0x11), "bfloat16",
+                                    microarch.TILE_BITS) is None
+
+
+def test_an_unknown_intel_model_with_tiles_takes_the_sapphire_rapids_figures() -> None:
+    # A hypervisor reporting family 6 model 0xa7 (Rocket Lake's number, a core without AMX)
+    # for a CPU with AMX tiles: the tiles mark a Sapphire Rapids-class core.
+    row = lookup(INTEL, 6, 0xA7, "amx", hypervisor=True)
+    assert not row.known and row.name.startswith("Sapphire / Emerald / Granite Rapids")
+    assert row.caveat.startswith("unknown microarchitecture: family 0x6 model 0xa7 (a "
+                                 "hypervisor may report a model of its own); AMX tiles")
+    assert expected_flops_per_cycle(row, "float32", 512, fma_per_iter=16) == 64.0
+    assert expected_flops_per_cycle(row, "bfloat16", microarch.TILE_BITS) == 1024.0
+    # Without tiles the same model falls back to its ISA, and says nothing of a hypervisor
+    # unless there is one.
+    plain = lookup(INTEL, 6, 0xA7, "avx512")
+    assert plain.name == "generic avx512" and "hypervisor" not in plain.caveat
+    assert expected_flops_per_cycle(plain, "bfloat16", microarch.TILE_BITS) is None
+
+
 def test_rows_do_not_overlap() -> None:
     seen: dict[tuple[str, int, int], str] = {}
     for row in microarch.TABLE:

@@ -31,7 +31,7 @@ def test_simd_line_names_the_dot_product_extensions_as_cpuinfo_does() -> None:
         pytest.skip("no flags line in /proc/cpuinfo (not Linux)")
     simd = next(line for line in isa_lines() if line.strip().startswith("SIMD:"))
     have = simd.split("(absent:")[0].split()
-    for flag in ("avx512_bf16", "avx512_vnni", "avx_vnni"):
+    for flag in ("avx512_bf16", "avx512_vnni", "avx_vnni", "amx_tile", "amx_bf16", "amx_int8"):
         assert (flag in have) == (flag in flags), (flag, simd)
         assert getattr(_core.cpu_features(), flag) == (flag in flags)
 

@@ -1,6 +1,6 @@
 """GEMM on every path this CPU runs (the zmm kernels, AVX2, portable) against numpy over edge
-tiles, the bf16 GEMM against a float64 product of the bf16-rounded inputs on its vdpbf16ps
-and widened paths, bf16 rounding against hand-worked values, and conv2d's im2col on the zmm
+tiles, the bf16 GEMM against a float64 product of the bf16-rounded inputs on its tile (AMX),
+vdpbf16ps and widened paths, bf16 rounding against hand-worked values, and conv2d's im2col on the zmm
 GEMM against a numpy im2col."""
 
 from __future__ import annotations
@@ -15,8 +15,9 @@ from fastbench import _core
 from fastbench.roofline import kernels
 
 RNG = np.random.default_rng(4321)
-HAS_AVX512 = _core.best_isa() == "avx512"
+HAS_AVX512 = _core.best_isa() in ("avx512", "amx")  # amx: AVX-512 and tiles
 HAS_BF16 = HAS_AVX512 and _core.cpu_features().avx512_bf16
+HAS_TILES = _core.best_isa() == "amx"
 # Around the tiles of every kernel (zmm 12x32 float / 8x24 double, ymm 6x16 / 6x8, portable
 # 4x8 / 4x4), 1xN, Nx1, k = 1, and k past one k block (512).
 SHAPES = [(1, 1, 1), (1, 97, 13), (97, 1, 13), (40, 70, 1), (12, 32, 8), (11, 31, 9),
@@ -103,10 +104,11 @@ def test_gemm_avx512_path_reads_transposed_and_strided_inputs(dtype: type) -> No
 
 def test_gemm_names_the_path_that_pays_uncapped() -> None:
     """Zen 4 (AMD family 0x19) runs 512-bit FMAs as two 256-bit halves: its GEMM keeps to the
-    ymm kernel, measured faster there; other AVX-512 cores run the zmm kernels."""
+    ymm kernel, measured faster there; other AVX-512 cores run the zmm kernels (AMX tiles
+    hold no float FMAs, so the float GEMM runs zmm beside them)."""
     f = _core.cpu_features()
     zen4 = f.vendor == "AuthenticAMD" and f.family == 0x19
-    best = _core.best_isa()
+    best = "avx512" if HAS_AVX512 else _core.best_isa()
     assert kernels.gemm_isa() == ("avx2" if best == "avx512" and zen4 else best)
 
 
@@ -153,8 +155,37 @@ def _gemm_bf16_against_reference(m: int, n: int, k: int, threads: int) -> None:
 @pytest.mark.parametrize("threads", [1, 2])
 def test_gemm_bf16_vdpbf16ps_path_matches_the_rounded_float_product(m: int, n: int, k: int,
                                                                     threads: int) -> None:
-    assert kernels.gemm_bf16_isa() == "avx512_bf16"
+    with _isa_capped("avx512"):  # below the tiles, where there are any
+        assert kernels.gemm_bf16_isa() == "avx512_bf16"
+        _gemm_bf16_against_reference(m, n, k, threads)
+
+
+# Around the 32x32 tile block and the 32-value chunks of k, and past a k block (256 here).
+TILE_SHAPES = [(32, 32, 32), (31, 33, 63), (33, 31, 65), (1, 1, 1), (64, 96, 288),
+               (65, 95, 257), (5, 200, 700), (200, 5, 31)]
+
+
+@pytest.mark.skipif(not HAS_TILES, reason="no AMX tiles on this CPU (or no grant of their state)")
+@pytest.mark.parametrize("m,n,k", SHAPES + TILE_SHAPES)
+@pytest.mark.parametrize("threads", [1, 2])
+def test_gemm_bf16_tile_path_matches_the_rounded_float_product(m: int, n: int, k: int,
+                                                               threads: int) -> None:
+    assert kernels.gemm_bf16_isa() == "amx_bf16"
     _gemm_bf16_against_reference(m, n, k, threads)
+
+
+@pytest.mark.skipif(not HAS_TILES, reason="no AMX tiles on this CPU (or no grant of their state)")
+def test_gemm_bf16_tile_path_gives_exact_sums_of_small_integers() -> None:
+    # Integers up to 8 are exact in bf16 and their products' sums (below 2^24) exact in
+    # float32: the tiles must give numpy's integer product to the last bit, beta included.
+    m, n, k = 70, 90, 300
+    a = RNG.integers(-8, 9, (m, k)).astype(np.float32)
+    b = RNG.integers(-8, 9, (k, n)).astype(np.float32)
+    c0 = RNG.integers(-100, 100, (m, n)).astype(np.float32)
+    out = c0.copy()
+    kernels.gemm_bf16(a, kernels.to_bfloat16(b), out, beta=1.0, threads=2)
+    want = a.astype(np.int64) @ b.astype(np.int64) + c0.astype(np.int64)
+    assert (out.astype(np.int64) == want).all()
 
 
 @pytest.mark.parametrize("cap", ["avx2", "portable"])

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from fastbench import _core
+from fastbench.machine import microarch
 from fastbench.roofline import Roofline, kernels
 
 RNG = np.random.default_rng(1234)
@@ -60,6 +61,10 @@ def _narrowest(*names: str) -> str:
 
 # Caps that give distinct paths on this machine (capping above best_isa changes nothing).
 CAPS = [isa for isa in ISAS if ISAS.index(isa) <= ISAS.index(_core.best_isa())]
+# Register widths: AMX tiles hold bf16 and int8 products only, so float kernels and the
+# float peak run avx512 under the amx level.
+VECTOR_CAPS = [isa for isa in CAPS if isa != "amx"]
+FLOAT_WIDEST = "avx512"
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -321,7 +326,11 @@ def test_bandwidth_and_peak_bad_inputs(call: object, error: type[Exception], mat
 
 def _peak_paths() -> list[tuple[str, str]]:
     """(dtype, isa) for every peak path this CPU can run: each float width, bf16 and int8."""
-    paths = [(dt, isa) for dt in ("float32", "float64") for isa in CAPS]
+    paths = [(dt, isa) for dt in ("float32", "float64") for isa in VECTOR_CAPS]
+    if _core.active_isa() == "amx":
+        paths.append(("bfloat16", "amx"))
+    if _core.has_amx_int8():
+        paths.append(("int8", "amx"))
     if _core.has_avx512_bf16():
         paths.append(("bfloat16", "avx512"))
     if _core.has_avx512_vnni():
@@ -335,9 +344,9 @@ def _peak_paths() -> list[tuple[str, str]]:
 def test_every_peak_path_gives_a_positive_rate_and_its_instruction(dtype: str, isa: str) -> None:
     r = kernels.peak_flops(dtype, threads=1, min_time_s=0.01, isa=isa)
     assert r.isa == isa and r.dtype == dtype and r.flops_per_s > 0
-    bits = {"avx512": 512, "avx2": 256, "portable": 0}[isa]
+    bits = {"amx": microarch.TILE_BITS, "avx512": 512, "avx2": 256, "portable": 0}[isa]
     assert r.vector_bits == bits
-    assert {512: "zmm", 256: "ymm", 0: "scalar"}[bits] in r.instruction
+    assert {microarch.TILE_BITS: "tmm", 512: "zmm", 256: "ymm", 0: "scalar"}[bits] in r.instruction
     assert r.microarch  # the table row (or the fallback) it was judged against
     if bits:
         # Every SIMD path has a figure from the table on a known core, or the ISA fallback.
@@ -346,7 +355,7 @@ def test_every_peak_path_gives_a_positive_rate_and_its_instruction(dtype: str, i
         assert r.expected_flops_per_cycle == 0 and r.efficiency is None
 
 
-@pytest.mark.skipif(_core.best_isa() != "avx512", reason="no AVX-512 on this CPU")
+@pytest.mark.skipif(_core.best_isa() not in ("avx512", "amx"), reason="no AVX-512 on this CPU")
 @pytest.mark.parametrize("dtype", ["bfloat16", "int8"])
 def test_dot_peaks_refuse_clearly_when_capped_below_avx512(dtype: str) -> None:
     if dtype == "int8" and _core.cpu_features().avx_vnni:
@@ -400,9 +409,10 @@ def _reported_isas() -> dict[str, str]:
 
 def _runs_capped(reported: str, active: str) -> bool:
     """Below avx512 every kernel runs the capped path itself; on an avx512 path a kernel
-    may keep to avx2 where zmm does not pay (it names what it ran)."""
+    may keep to avx2 where zmm does not pay (it names what it ran); none of these has a
+    tile path, so under amx they run avx512 (or avx2)."""
     return (reported == _narrowest(active, WIDEST_KERNEL_ISA)
-            or (active == "avx512" and reported == "avx512"))
+            or (active in ("avx512", "amx") and reported == "avx512"))
 
 
 @pytest.mark.parametrize("cap", ISAS)
@@ -412,14 +422,17 @@ def test_every_kernel_runs_and_names_the_same_capped_isa(cap: str) -> None:
         assert _core.active_isa() == active
         reported = _reported_isas()
     assert all(_runs_capped(isa, active) for isa in reported.values()), reported
-    assert reported["peak_flops"] == active  # the peak has chains of every width
+    # The peak has chains of every register width (and float chains are widest on zmm).
+    assert reported["peak_flops"] == _narrowest(active, FLOAT_WIDEST)
 
 
 def test_uncapped_kernels_run_their_widest_path_the_cpu_allows() -> None:
     assert _core._isa_cap() == ISAS[-1]  # no test leaves a cap behind
     reported = _reported_isas()
     assert all(_runs_capped(isa, _core.best_isa()) for isa in reported.values()), reported
-    assert reported["peak_flops"] == _core.best_isa()
+    assert reported["peak_flops"] == _narrowest(_core.best_isa(), FLOAT_WIDEST)
+    if _core.best_isa() == "amx":
+        assert kernels.peak_flops("bfloat16", threads=1, min_time_s=0.001).isa == "amx"
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

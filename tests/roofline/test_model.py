@@ -3,6 +3,8 @@ synthetic roofline, its text and its results-file round trip."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import math
 import sys
 import types
@@ -225,6 +227,21 @@ def test_point_above_a_ceiling_of_the_widest_vectors_blames_the_flop_count() -> 
     p = _zen4_like("avx2", None).place(flops=220e9, bytes=1e9, seconds=1.0, threads=2)
     assert p.above_roof_causes == ("narrower-vectors", "wrong-count")
     assert p.above_roof is not None and "the CPU may offer avx512" in p.above_roof
+
+
+def test_tiles_widen_only_the_bf16_and_int8_ceilings() -> None:
+    # An AMX CPU: float ceilings measured on zmm are the widest floats there are; a bf16
+    # ceiling measured with vdpbf16ps (zmm) is not the machine's, whose tiles go faster.
+    r = _zen4_like("avx512", "amx")
+    p = r.place(flops=220e9, bytes=1e9, seconds=1.0, threads=2)
+    assert p.above_roof_causes == ("wrong-count",)
+    bf16 = dataclasses.replace(
+        r, compute={**r.compute, "fma bfloat16": 400.0},
+        machine={**r.machine, "ceiling_isas": {"fma bfloat16": "avx512"}})
+    q = bf16.place(flops=440e9, bytes=1e9, seconds=1.0, threads=2, ceiling="fma bfloat16")
+    assert q.above_roof_causes == ("narrower-vectors", "wrong-count")
+    assert q.above_roof is not None and "measured with avx512 vectors while this CPU offers amx" \
+        in q.above_roof
 
 
 def test_point_3_percent_above_its_ceiling_is_not_warned() -> None:

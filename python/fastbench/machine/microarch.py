@@ -13,14 +13,22 @@ Sources, cited per row:
   each microarchitecture (execution ports of the FP/vector units).
 - A. Fog, Instruction tables and The microarchitecture of Intel, AMD and VIA CPUs.
 - uops.info measured throughputs (vfmadd231ps, vaddps, vdpbf16ps, vpdpbusd per width).
+- Intel, Optimization Reference Manual (248966), chapter "Intel Advanced Matrix Extensions":
+  one tdpbf16ps or tdpbusd tile product every 16 cycles per core (1,024 bf16 FLOP and 2,048
+  int8 OPS per cycle).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Mapping
 
-__all__ = ["Microarch", "PipeRates", "TABLE", "expected_flops_per_cycle", "lookup"]
+__all__ = ["Microarch", "PipeRates", "TABLE", "TILE_BITS", "expected_flops_per_cycle",
+           "lookup"]
+
+# The vector_bits of a tile (AMX) product: one tile register, 16 rows of 64 bytes (the
+# native core's kTileBits).
+TILE_BITS = 16 * 64 * 8
 
 
 @dataclass(frozen=True)
@@ -43,8 +51,9 @@ class Microarch:
 
     ``rates`` maps a vector width in bits (256, 512) to its ``PipeRates``; a width the core
     lacks is absent. ``bf16_dot`` is ``vdpbf16ps`` zmm instructions per cycle, ``int8_dot``
-    maps a width to ``vpdpbusd`` instructions per cycle; None or absent where not known or
-    not present. ``known`` is False for the fallback rows chosen by ISA alone.
+    maps a width to ``vpdpbusd`` instructions per cycle; ``tile_bf16`` and ``tile_int8`` are
+    AMX ``tdpbf16ps`` and ``tdpbusd`` instructions per cycle; None or absent where not known
+    or not present. ``known`` is False for the fallback rows chosen by ISA alone.
     """
 
     name: str
@@ -59,6 +68,8 @@ class Microarch:
     source: str
     bf16_dot: float | None = None
     int8_dot: Mapping[int, float] = field(default_factory=dict)
+    tile_bf16: float | None = None
+    tile_int8: float | None = None
     caveat: str = ""
     known: bool = True
 
@@ -67,8 +78,9 @@ class Microarch:
         split = ", 512-bit ops split into two 256-bit halves" if self.split_512 else ""
         adds = (f", {self.add_units} separate FADD pipes" if self.add_units
                 else ", adds share the FMA ports")
+        tiles = ", AMX tiles" if self.tile_bf16 is not None else ""
         return (f"{self.name}: {self.fma_units} FMA units of {self.fma_width_bits} bits{split}"
-                f"{adds} ({self.source})" + (f"; {self.caveat}" if self.caveat else ""))
+                f"{adds}{tiles} ({self.source})" + (f"; {self.caveat}" if self.caveat else ""))
 
 
 _AMD = "AuthenticAMD"
@@ -82,6 +94,16 @@ _SOG19_10 = ("AMD Software Optimization Guide for Family 19h Models 10h+ (57647)
              "uops.info")
 _SOG1A = "AMD Software Optimization Guide for Family 1Ah (58455), 2.11; uops.info"
 _ORM = "Intel Optimization Reference Manual (248966)"
+_AMX_PER_CYCLE = 1 / 16  # a tile product every 16 cycles (ORM, "Intel AMX")
+
+# Golden Cove and later: FADD units on ports 1 and 5 beside the FMAs on 0 and 1 (ymm); zmm
+# uses ports 0+1 fused and 5. AMX: one tile product every 16 cycles.
+_SAPPHIRE_RAPIDS = Microarch(
+    "Sapphire / Emerald / Granite Rapids", _INTEL, 6,
+    ((0x8F, 0x8F), (0xCF, 0xCF), (0xAD, 0xAE)), 2, 512, False, 2,
+    {256: PipeRates(fma=2, add=2, fma_add=3), 512: PipeRates(fma=2, add=2, fma_add=2)},
+    f"{_ORM}, Golden Cove / Sapphire Rapids microarchitecture and Intel AMX; uops.info",
+    int8_dot={512: 2, 256: 2}, tile_bf16=_AMX_PER_CYCLE, tile_int8=_AMX_PER_CYCLE)
 
 TABLE: tuple[Microarch, ...] = (
     # Zen and Zen+: two 128-bit FMA and two 128-bit FADD pipes; a ymm op takes two.
@@ -124,14 +146,7 @@ TABLE: tuple[Microarch, ...] = (
     Microarch("Ice Lake-SP", _INTEL, 6, ((0x6A, 0x6A), (0x6C, 0x6C)), 2, 512, False, 0,
               {256: PipeRates(fma=2, add=2, fma_add=2), 512: PipeRates(fma=2, add=2, fma_add=2)},
               f"{_ORM}, Ice Lake server microarchitecture; uops.info", int8_dot={512: 2, 256: 2}),
-    # Golden Cove and later: FADD units on ports 1 and 5 beside the FMAs on 0 and 1 (ymm);
-    # zmm uses ports 0+1 fused and 5.
-    Microarch("Sapphire / Emerald / Granite Rapids", _INTEL, 6,
-              ((0x8F, 0x8F), (0xCF, 0xCF), (0xAD, 0xAE)), 2, 512, False, 2,
-              {256: PipeRates(fma=2, add=2, fma_add=3), 512: PipeRates(fma=2, add=2, fma_add=2)},
-              f"{_ORM}, Golden Cove / Sapphire Rapids microarchitecture; uops.info",
-              int8_dot={512: 2, 256: 2},
-              caveat="AMX tiles (not measured here) run bf16 and int8 far faster"),
+    _SAPPHIRE_RAPIDS,
     Microarch("Alder / Raptor Lake P-core", _INTEL, 6,
               ((0x97, 0x97), (0x9A, 0x9A), (0xB7, 0xB7), (0xBA, 0xBA), (0xBF, 0xBF)), 2, 256,
               False, 2, {256: PipeRates(fma=2, add=2, fma_add=3)},
@@ -141,30 +156,44 @@ TABLE: tuple[Microarch, ...] = (
 )
 
 
-def _fallback(vendor: str, family: int, model: int, isa: str) -> Microarch:
+def _unknown(family: int, model: int, hypervisor: bool) -> str:
+    under = (" (a hypervisor may report a model of its own)" if hypervisor else "")
+    return f"unknown microarchitecture: family {family:#x} model {model:#x}{under}"
+
+
+def _fallback(vendor: str, family: int, model: int, isa: str, hypervisor: bool) -> Microarch:
     """A row from the ISA alone: two FMA instructions per cycle at each width the ISA has,
-    adds sharing their ports (the least any AVX2 core with two FMA pipes promises)."""
+    adds sharing their ports (the least any AVX2 core with two FMA pipes promises). AMX
+    tiles exist only on Sapphire Rapids and later server cores (Golden Cove and after), so
+    an unknown model with them takes that row's figures, saying so."""
+    if isa == "amx" and vendor == _INTEL:
+        return replace(_SAPPHIRE_RAPIDS, models=(), known=False,
+                       name=f"{_SAPPHIRE_RAPIDS.name} (by its AMX tiles)",
+                       caveat=f"{_unknown(family, model, hypervisor)}; AMX tiles mark a "
+                              "Sapphire Rapids-class core, whose figures are used")
     two = PipeRates(fma=2, add=2, fma_add=2)
     rates: dict[int, PipeRates] = {}
-    if isa in ("avx2", "avx512"):
+    if isa in ("avx2", "avx512", "amx"):
         rates[256] = two
-    if isa == "avx512":
+    if isa in ("avx512", "amx"):
         rates[512] = two
     return Microarch(f"generic {isa}", vendor, family, (), 2 if rates else 0,
                      max(rates, default=0), False, 0, rates,
                      "the ISA only: two FMA pipes per core assumed",
-                     caveat=f"unknown microarchitecture: family {family:#x} model {model:#x}; "
-                            "expected figures from the ISA only", known=False)
+                     caveat=f"{_unknown(family, model, hypervisor)}; expected figures from "
+                            "the ISA only", known=False)
 
 
-def lookup(vendor: str, family: int, model: int, isa: str = "avx2") -> Microarch:
-    """The row for this CPU, or a fallback from ``isa`` ("portable", "avx2", "avx512") with
-    ``known`` False and a caveat naming the family and model it did not find."""
+def lookup(vendor: str, family: int, model: int, isa: str = "avx2", *,
+           hypervisor: bool = False) -> Microarch:
+    """The row for this CPU, or a fallback from ``isa`` ("portable", "avx2", "avx512",
+    "amx") with ``known`` False and a caveat naming the family and model it did not find
+    (and, under a ``hypervisor``, that the model may be the hypervisor's own)."""
     for row in TABLE:
         if row.vendor == vendor and row.family == family and any(
                 lo <= model <= hi for lo, hi in row.models):
             return row
-    return _fallback(vendor, family, model, isa)
+    return _fallback(vendor, family, model, isa, hypervisor)
 
 
 def expected_flops_per_cycle(arch: Microarch, dtype: str, vector_bits: int, *,
@@ -176,10 +205,16 @@ def expected_flops_per_cycle(arch: Microarch, dtype: str, vector_bits: int, *,
     A loop trip of ``fma_per_iter`` FMAs and ``add_per_iter`` adds takes the longest of
     fma / rate.fma, add / rate.add and (fma + add) / rate.fma_add cycles; an FMA counts 2
     FLOPs per lane, an add 1. ``bfloat16`` counts 4 FLOPs per float32 lane of
-    ``vdpbf16ps``, ``int8`` 8 OPS per int32 lane of ``vpdpbusd``.
+    ``vdpbf16ps``, ``int8`` 8 OPS per int32 lane of ``vpdpbusd``. A tile product
+    (``vector_bits`` ``TILE_BITS``) counts 16 x 16 accumulators of 32 bf16 (64 int8)
+    multiply-adds: 16,384 FLOPs (32,768 OPS).
     """
     if vector_bits <= 0:
         return None
+    if vector_bits == TILE_BITS:
+        tile = {"bfloat16": (arch.tile_bf16, 32), "int8": (arch.tile_int8, 64)}
+        rate, depth = tile.get(dtype, (None, 0))
+        return None if rate is None else rate * 16 * 16 * depth * 2
     if dtype == "bfloat16":
         return None if arch.bf16_dot is None else arch.bf16_dot * vector_bits / 32 * 4
     if dtype == "int8":

@@ -140,15 +140,17 @@ def _gemm_gflops(dtype: str, n: int, threads: int, duration_s: float) -> float:
 
 
 def _peak_widths(dtype: str) -> list[str]:
-    """The ISAs (register widths) whose chains ``dtype`` can run now, widest first; the
-    portable scalars only where no SIMD path runs."""
+    """The ISAs (tiles and register widths) whose chains ``dtype`` can run now, widest
+    first; the portable scalars only where no SIMD path runs."""
     active = _core.active_isa()
     names = _core.isa_names()
     simd = [isa for isa in ("avx512", "avx2") if names.index(isa) <= names.index(active)]
     if dtype == "bfloat16":
-        return ["avx512"] if _core.has_avx512_bf16() else []
+        return ((["amx"] if active == "amx" else [])
+                + (["avx512"] if _core.has_avx512_bf16() else []))
     if dtype == "int8":
-        return ([isa for isa in simd if isa == "avx512" and _core.has_avx512_vnni()]
+        return ((["amx"] if _core.has_amx_int8() else [])
+                + [isa for isa in simd if isa == "avx512" and _core.has_avx512_vnni()]
                 + (["avx2"] if _core.has_avx_vnni() else []))
     return simd or ["portable"]
 

@@ -63,7 +63,7 @@ class PeakResult:
     """
 
     dtype: str
-    isa: str  # the path the chains ran: "avx512", "avx2" or "portable" (see gemm_isa)
+    isa: str  # the path the chains ran: "amx", "avx512", "avx2" or "portable" (see gemm_isa)
     add_mix: bool
     threads: int
     flops_per_s: float
@@ -71,8 +71,8 @@ class PeakResult:
     flops_per_cycle: float
     expected_flops_per_cycle: float
     seconds: float
-    instruction: str = ""   # "vfmadd231ps zmm", "vdpbf16ps zmm", "scalar C++", ...
-    vector_bits: int = 0    # 512, 256, or 0 for the portable scalars
+    instruction: str = ""   # "vfmadd231ps zmm", "tdpbf16ps tmm (AMX-BF16)", "scalar C++", ...
+    vector_bits: int = 0    # 512, 256, 0 for the portable scalars, microarch.TILE_BITS tiles
     microarch: str = ""     # the table row: name, units, source; caveats where unknown
 
     @property
@@ -117,7 +117,8 @@ def gemm_isa() -> str:
     """The instruction set GEMM runs on this machine: "avx512", "avx2" or "portable".
 
     Every kernel runs the widest path it has that the CPU and the OS allow, and names it
-    with one scheme ("portable", "avx2", "avx512"). A core that runs 512-bit FMAs as two
+    with one scheme ("portable", "avx2", "avx512", "amx"; AMX tiles hold no float FMAs, so
+    the float GEMM runs "avx512" on a machine with them). A core that runs 512-bit FMAs as two
     256-bit halves (AMD Zen 4) has the same peak with either width, and there the AVX2
     kernel measured faster, so it runs that one and reports "avx2". Results written before
     this scheme say "avx2+fma" for GEMM and FMA peaks; it is the same path.
@@ -126,9 +127,9 @@ def gemm_isa() -> str:
 
 
 def gemm_bf16_isa() -> str:
-    """The path :func:`gemm_bf16` runs: "avx512_bf16" (``vdpbf16ps``) or, where the CPU has
-    no AVX512_BF16 (or the ISA cap hides it), the :func:`gemm_isa` of the float32 GEMM it
-    widens both inputs to."""
+    """The path :func:`gemm_bf16` runs: "amx_bf16" (AMX ``tdpbf16ps`` tiles, Sapphire Rapids
+    and later), "avx512_bf16" (``vdpbf16ps``) or, where the CPU has neither (or the ISA cap
+    hides them), the :func:`gemm_isa` of the float32 GEMM it widens both inputs to."""
     return _core.gemm_bf16_isa()
 
 
@@ -217,9 +218,9 @@ def gemm_bf16(a: NDArray[Any], b: NDArray[Any], out: NDArray[np.float32] | None 
               threads: int | None = None) -> NDArray[np.float32]:
     """``alpha * a @ b + beta * out`` with bfloat16 inputs, float32 sums and output.
 
-    The multiply-adds run AVX512_BF16's ``vdpbf16ps`` where the CPU has it (see
-    :func:`gemm_bf16_isa`); elsewhere both inputs are widened to float32 and the float32
-    GEMM runs. A product of two bfloat16 values is exact in float32, so both paths give the
+    The multiply-adds run on AMX tiles (``tdpbf16ps``, 32x32 blocks of C) where the CPU has
+    them, else AVX512_BF16's ``vdpbf16ps`` (see :func:`gemm_bf16_isa`); elsewhere both
+    inputs are widened to float32 and the float32 GEMM runs. A product of two bfloat16 values is exact in float32, so both paths give the
     float32 product of the bfloat16 inputs up to the order of the sums.
 
     Parameters
@@ -442,7 +443,8 @@ def this_microarch() -> microarch.Microarch:
     """This CPU's row of :mod:`fastbench.machine.microarch`'s table (a fallback from the
     widest ISA where the model is unknown)."""
     f = _core.cpu_features()
-    return microarch.lookup(f.vendor, f.family, f.model, _core.best_isa())
+    return microarch.lookup(f.vendor, f.family, f.model, _core.best_isa(),
+                            hypervisor=f.hypervisor)
 
 
 def peak_flops(dtype: str = "float32", threads: int | None = None, *, add_mix: bool = False,
@@ -452,9 +454,11 @@ def peak_flops(dtype: str = "float32", threads: int | None = None, *, add_mix: b
     Parameters
     ----------
     dtype : {"float32", "float64", "bfloat16", "int8"}
-        float32 and float64 time FMAs; bfloat16 times AVX512_BF16 ``vdpbf16ps`` (bf16 pairs
-        into float32: 4 FLOPs per lane); int8 times ``vpdpbusd`` (u8 x s8 quads into int32:
-        8 operations per lane) from AVX512_VNNI on zmm, else AVX-VNNI on ymm.
+        float32 and float64 time FMAs; bfloat16 times AMX ``tdpbf16ps`` tile products where
+        the CPU has tiles (16 x 16 float32 sums of 32 bf16 products: 16,384 FLOPs each), else
+        AVX512_BF16 ``vdpbf16ps`` (bf16 pairs into float32: 4 FLOPs per lane); int8 times
+        AMX ``tdpbusd`` (32,768 operations each), else ``vpdpbusd`` (u8 x s8 quads into
+        int32: 8 operations per lane) from AVX512_VNNI on zmm, else AVX-VNNI on ymm.
     threads : int, optional
         None means all cores; at most ``8 x`` the CPUs this process may run on.
     add_mix : bool
@@ -462,10 +466,11 @@ def peak_flops(dtype: str = "float32", threads: int | None = None, *, add_mix: b
         pipes, as AMD Zen does). float32 and float64 only.
     min_time_s : float
         Seconds per thread at least (each thread stops once they have passed).
-    isa : {"avx512", "avx2", "portable"}, optional
-        The register width to run: zmm, ymm or scalars. None runs the widest allowed now
+    isa : {"amx", "avx512", "avx2", "portable"}, optional
+        The registers to run: tiles, zmm, ymm or scalars. None runs the widest allowed now
         (``_core.active_isa()``). Some cores run zmm FMAs at half rate (Zen 4), so the
-        calibration times both widths and keeps the faster.
+        calibration times both widths and keeps the faster. float32 and float64 run zmm on
+        "amx" (tiles hold no FMAs), and the result's ``isa`` says so.
 
     Returns
     -------

@@ -53,7 +53,9 @@ _PARTLY_CACHED_FACTOR = 4
 # The ISA names of the one dispatch, narrowest first (the order of "wider").
 _ISAS = tuple(_core.isa_names())
 # The ISA of an instruction by the registers it names, as the calibration's notes write it.
-_ISA_OF_REGISTERS = {"zmm": "avx512", "ymm": "avx2", "C++": "portable"}
+_ISA_OF_REGISTERS = {"tmm": "amx", "zmm": "avx512", "ymm": "avx2", "C++": "portable"}
+# AMX tiles run bf16 and int8 products only: float ceilings are widest at avx512.
+_WIDEST_FLOAT_ISA = "avx512"
 
 
 def workload_threads(threads: int | None = None) -> int | None:
@@ -366,10 +368,12 @@ class Roofline(TextLines):
         why: list[str] = []
         if bound == BOUNDS[1]:
             isa, widest = self.ceiling_isa(ceiling), self.widest_isa()
-            if isa is not None and isa in _ISAS and _ISAS.index(isa) < _ISAS.index(
-                    widest if widest is not None else _ISAS[-1]):
-                offered = (f"this CPU offers {widest}" if widest is not None
-                           else f"the CPU may offer {_ISAS[-1]}")
+            top = widest if widest is not None else _ISAS[-1]
+            if "bfloat16" not in ceiling and "int8" not in ceiling:  # no float tiles
+                top = min(top, _WIDEST_FLOAT_ISA, key=_ISAS.index)
+            if isa is not None and isa in _ISAS and _ISAS.index(isa) < _ISAS.index(top):
+                offered = (f"this CPU offers {top}" if widest is not None
+                           else f"the CPU may offer {top}")
                 causes.append(ABOVE_ROOF_CAUSES[0])
                 why.append(f"the compute ceiling {ceiling!r} was measured with {isa} vectors "
                            f"while {offered}: code using wider vectors can exceed it, the "
