@@ -10,7 +10,8 @@ median over blocks of the anchor's block median over fastbench's beside it
 figure least touched by interference (timeit's reasoning). "% peak" is fastbench's fastest
 call against the calibrated peak: fastbench.kernels.peak_flops of the widest ISA, timed with
 every register width the CPU has (zmm and ymm; some cores run zmm FMAs at half rate) and
-the fastest kept, the best of three runs; for bf16 the vdpbf16ps peak. "95% CI" is the
+the fastest kept, the best of three runs; for bf16 the peak of the path gemm_bf16 runs
+(AMX tdpbf16ps tiles where the CPU has them, else vdpbf16ps). "95% CI" is the
 distribution-free interval of the median ratio from the order statistics of the block ratios
 (fastbench.stats.median_ci; with 9 blocks the 2nd and 8th, 96% coverage). After each table a
 summary names the shapes whose interval lies wholly above 1, spans it (parity in this run)
@@ -47,9 +48,11 @@ def _peak(dtype: str, threads: int) -> tuple[float, str]:
     from fastbench import _core
     from fastbench.roofline import kernels
 
-    widths = ["avx512", "avx2"] if _core.active_isa() == "avx512" else [_core.active_isa()]
-    if dtype == "bfloat16":
-        widths = widths[:1]
+    names = _core.isa_names()
+    active = names.index(_core.active_isa())
+    widths = [isa for isa in ("avx512", "avx2") if names.index(isa) <= active] or ["portable"]
+    if dtype == "bfloat16":  # the path gemm_bf16 runs: tiles where there are any
+        widths = ["amx"] if _core.active_isa() == "amx" else widths[:1]
     best = max(kernels.peak_flops(dtype, threads=threads, min_time_s=0.2, isa=isa).gflops
                for isa in widths for _ in range(3))
     return best, "/".join(widths)
@@ -139,8 +142,9 @@ def run_bf16(threads: int, shapes: list[tuple[int, int, int]], blocks: int) -> N
               f"{kernels.gemm_bf16_isa()}); skipped\n")
         return
     torch.set_num_threads(threads)
-    peak, _ = _peak("bfloat16", threads)
-    print(f"bfloat16, {threads} thread(s): vdpbf16ps peak {peak:.1f} GFLOP/s; gemm_bf16 path "
+    peak, width = _peak("bfloat16", threads)
+    kind = "tdpbf16ps tile" if width == "amx" else "vdpbf16ps"
+    print(f"bfloat16, {threads} thread(s): {kind} peak {peak:.1f} GFLOP/s; gemm_bf16 path "
           f"{kernels.gemm_bf16_isa()}; torch {torch.__version__} bf16 matmul "
           f"(float32 output from fastbench, bf16 from torch)")
     table = Table("torch", peak, blocks)

@@ -616,17 +616,22 @@ void run_unit(const Epoch<P>& e, std::size_t unit, typename P::PackedA* packed_a
   constexpr std::size_t kNr = P::kNr;
   const std::size_t i0 = unit * e.mu;
   const std::size_t mc = std::min(e.mu, e.m - i0);
-  const std::size_t a_step = P::a_step(e.kc), b_step = P::b_step(e.kc);
-  P::pack_a_block(mc, e.kc, e.a + i0 * e.lda, e.lda, packed_a);
-  for (std::size_t jr = 0; jr < e.nc; jr += kNr) {
-    const std::size_t cols = std::min(kNr, e.nc - jr);
-    const std::size_t col0 = jr == 0 ? e.lead : 0;
-    const typename P::PackedB* pb = e.packed_b + jr * b_step;
-    typename P::Out* cj = e.c + i0 * e.ldc + jr + col0 - e.lead;
-    for (std::size_t ir = 0; ir < mc; ir += kMr) {
-      const std::size_t rows = std::min(kMr, mc - ir);
-      P::tile(e.kc, packed_a + ir * a_step, pb, e.alpha, e.beta, cj + ir * e.ldc, e.ldc, rows,
-              col0, cols);
+  if constexpr (P::kBlockKernel) {  // the policy runs the unit's whole block, A included
+    P::block(e.kc, e.nc, mc, e.a + i0 * e.lda, e.lda, packed_a, e.packed_b, e.alpha, e.beta,
+             e.c + i0 * e.ldc, e.ldc);
+  } else {
+    const std::size_t a_step = P::a_step(e.kc), b_step = P::b_step(e.kc);
+    P::pack_a_block(mc, e.kc, e.a + i0 * e.lda, e.lda, packed_a);
+    for (std::size_t jr = 0; jr < e.nc; jr += kNr) {
+      const std::size_t cols = std::min(kNr, e.nc - jr);
+      const std::size_t col0 = jr == 0 ? e.lead : 0;
+      const typename P::PackedB* pb = e.packed_b + jr * b_step;
+      typename P::Out* cj = e.c + i0 * e.ldc + jr + col0 - e.lead;
+      for (std::size_t ir = 0; ir < mc; ir += kMr) {
+        const std::size_t rows = std::min(kMr, mc - ir);
+        P::tile(e.kc, packed_a + ir * a_step, pb, e.alpha, e.beta, cj + ir * e.ldc, e.ldc,
+                rows, col0, cols);
+      }
     }
   }
 }
@@ -848,6 +853,7 @@ struct FloatGemm {
   static constexpr std::size_t kNr = Kernel::kNr;
   static constexpr std::size_t kKUnit = 8;
   static constexpr bool kShiftColumns = true;
+  static constexpr bool kBlockKernel = false;
   static std::size_t a_step(std::size_t kc) { return kc; }
   static std::size_t b_step(std::size_t kc) { return kc; }
   static void pack_a_block(std::size_t mc, std::size_t kc, const T* a, std::size_t lda, T* out) {
@@ -862,6 +868,7 @@ struct FloatGemm {
     Kernel::run(kc, pa, pb, alpha, beta, c, ldc, rows, col0, cols);
   }
   static GemmBlocking blocking() { return blocking_for(sizeof(T), kMr, kNr, Kernel::kL1Panels); }
+  static std::size_t panel_columns(std::size_t /*kc*/, std::size_t nc) { return nc; }
 };
 
 // The product on `nthreads` threads: a grid of C tiles (thread_grid), each thread running
@@ -880,7 +887,8 @@ void gemm_with(std::size_t m, std::size_t n, std::size_t k, typename P::Out alph
   const std::size_t m_tile = std::min(m, div_up(m_units, tm) * P::kMr);
   const std::size_t n_tile = std::min(n, div_up(n_units, tn) * P::kNr);
   const std::size_t kc_max = balanced_block(k, bl.kc, P::kKUnit);
-  const std::size_t mu = unit_rows(m_tile, n_tile, k, kc_max, bl.nc, nt, bl.mc, P::kMr,
+  const std::size_t nc_cap = P::panel_columns(kc_max, bl.nc);
+  const std::size_t mu = unit_rows(m_tile, n_tile, k, kc_max, nc_cap, nt, bl.mc, P::kMr,
                                    sizeof(typename P::PackedB));
   std::unique_ptr<ShareSlot<P>[]> slots(new ShareSlot<P>[nt]);
   run_parallel(static_cast<int>(nt), [&](int tid, int) {
@@ -902,7 +910,7 @@ void gemm_with(std::size_t m, std::size_t n, std::size_t k, typename P::Out alph
       split_range(n, P::kNr, tn, t % tn, &n0, &n1);
       if (m0 < m1 && n0 < n1) {
         gemm_owned<P>(m1 - m0, n1 - n0, k, alpha, a + m0 * lda, lda, b + n0, ldb, beta,
-                      c + m0 * ldc + n0, ldc, kc_max, mu, bl.nc, packed_a.get(), slot);
+                      c + m0 * ldc + n0, ldc, kc_max, mu, nc_cap, packed_a.get(), slot);
       }
     }
     if (nt > 1) help_others<P>(t, nt, slots.get(), packed_a.get());
@@ -1088,38 +1096,30 @@ __attribute__((target(FASTBENCH_BF16_TARGET))) void interleave32(const std::uint
 
 // B rows [0, kc) × columns [0, nc) into NR-column slivers of k pairs: sliver s holds, for
 // each pair q, B[2q][j], B[2q+1][j] side by side for its NR columns; zeros past nc and past
-// an odd kc. The pairs of a sliver are padded with zeros to a whole number of kPairUnit
-// (16 for tiles: a B tile is 16 pairs). B is read two rows at a time, each line once.
-template <std::size_t NR, std::size_t kPairUnit = 1>
+// an odd kc. B is read two rows at a time, each line once.
 void pack_b_bf16(std::size_t kc, std::size_t nc, const std::uint16_t* b, std::size_t ldb,
                  std::uint16_t* out) {
-  static_assert(NR % 32 == 0, "a sliver's step is whole interleave32 blocks");
+  constexpr std::size_t kNr = Bf16Kernel::kNr;
+  static_assert(kNr % 32 == 0, "a sliver's step is whole interleave32 blocks");
   const std::size_t pairs = div_up(kc, 2);
-  const std::size_t stride = round_up(pairs, kPairUnit);  // pairs per sliver
-  const std::size_t slivers = div_up(nc, NR);
-  const std::size_t full = nc / NR;
+  const std::size_t slivers = div_up(nc, kNr);
+  const std::size_t full = nc / kNr;
   for (std::size_t q = 0; q < pairs; ++q) {
     const std::uint16_t* r0 = b + 2 * q * ldb;
     const std::uint16_t* r1 = 2 * q + 1 < kc ? r0 + ldb : nullptr;
     for (std::size_t s = 0; s < slivers; ++s) {
-      std::uint16_t* dst = out + (s * stride + q) * 2 * NR;
-      const std::size_t j0 = s * NR;
+      std::uint16_t* dst = out + (s * pairs + q) * 2 * kNr;
+      const std::size_t j0 = s * kNr;
       if (s < full && r1 != nullptr) {
-        for (std::size_t j = 0; j < NR; j += 32) interleave32(r0 + j0 + j, r1 + j0 + j, dst + 2 * j);
+        for (std::size_t j = 0; j < kNr; j += 32) interleave32(r0 + j0 + j, r1 + j0 + j, dst + 2 * j);
         continue;
       }
-      const std::size_t cols = std::min(NR, nc - j0);
+      const std::size_t cols = std::min(kNr, nc - j0);
       for (std::size_t j = 0; j < cols; ++j) {
         dst[2 * j] = r0[j0 + j];
         dst[2 * j + 1] = r1 != nullptr ? r1[j0 + j] : 0;
       }
-      for (std::size_t j = cols; j < NR; ++j) dst[2 * j] = dst[2 * j + 1] = 0;
-    }
-  }
-  if (stride > pairs) {
-    for (std::size_t s = 0; s < slivers; ++s) {
-      std::uint16_t* pad = out + (s * stride + pairs) * 2 * NR;
-      std::fill(pad, pad + (stride - pairs) * 2 * NR, std::uint16_t{0});
+      for (std::size_t j = cols; j < kNr; ++j) dst[2 * j] = dst[2 * j + 1] = 0;
     }
   }
 }
@@ -1154,6 +1154,7 @@ struct Bf16Gemm {
   static constexpr std::size_t kNr = Bf16Kernel::kNr;
   static constexpr std::size_t kKUnit = 2;
   static constexpr bool kShiftColumns = false;
+  static constexpr bool kBlockKernel = false;
   static std::size_t a_step(std::size_t kc) { return div_up(kc, 2); }
   static std::size_t b_step(std::size_t kc) { return 2 * div_up(kc, 2); }
   static void pack_a_block(std::size_t mc, std::size_t kc, const std::uint16_t* a,
@@ -1162,7 +1163,7 @@ struct Bf16Gemm {
   }
   static void pack_b_panel(std::size_t kc, std::size_t nc, std::size_t /*lead: always 0*/,
                            const std::uint16_t* b, std::size_t ldb, std::uint16_t* out) {
-    pack_b_bf16<kNr>(kc, nc, b, ldb, out);
+    pack_b_bf16(kc, nc, b, ldb, out);
   }
   static void tile(std::size_t kc, const std::uint32_t* pa, const std::uint16_t* pb, float alpha,
                    float beta, float* c, std::size_t ldc, std::size_t rows,
@@ -1170,127 +1171,269 @@ struct Bf16Gemm {
     Bf16Kernel::run(rows, div_up(kc, 2), pa, pb, alpha, beta, c, ldc, cols);
   }
   static GemmBlocking blocking() { return bf16_blocking(); }
+  static std::size_t panel_columns(std::size_t /*kc*/, std::size_t nc) { return nc; }
 };
 #undef FASTBENCH_BF16_TARGET
 
 #if FASTBENCH_AMX_BUILT
 // ---- bf16 on tiles (AMX) ------------------------------------------------------------------
 // A 32×32 block of C in four float32 tiles (0-3: rows 0-15 and 16-31 × columns 0-15 and
-// 16-31), fed per 32 values of k by two A tiles (4, 5: 16 rows × 32 bf16) and two B tiles
-// (6, 7: 16 k pairs × 16 columns): each operand tile feeds two products, the most reuse that
-// eight tiles allow. Tiles are not renamed, so each load comes right after the products
-// that last read its tile have issued. The block's sums go through a buffer on the stack to
-// C: a tile store to C itself, 16 rows a power-of-two stride apart, would meet one L1 set.
+// 16-31), fed per 32 values of k (a chunk) by two A tiles (4, 5: 16 rows × 32 bf16) and two
+// B tiles (6, 7: 16 k pairs × 16 columns): each operand tile feeds two products, the most
+// reuse that eight tiles allow. Tiles are not renamed, so each load comes right after the
+// products that last read its tile have issued.
+//
+// A unit (mc rows of A against the epoch's B panel, nc columns) runs as one block
+// (amx_block): its 32×32 blocks of C sum in a buffer that stays in L2 over the epoch's
+// whole k, in sub-blocks of kAmxSubChunks chunks; within a sub-block each B micro-panel
+// (16 KiB) stays in L1 while the unit's A slivers stream past it, and C is written once, row
+// by row, at the end. A tile block stored to C itself has its 16 rows a power-of-two stride
+// apart in one L1 set, and a k block per pass over C read and wrote all of C k/256 times:
+// 0.53 TFLOP/s on one core at 1024^3, against 1.4 with C left out.
+// A is read by the tiles where it lies when its rows start on cache lines (64-byte
+// aligned, as PyTorch allocates); otherwise (numpy's arrays start 16 bytes into a line, and
+// a tile row across two lines loads slower) each sub-block is copied into aligned chunks
+// just before use. Either way the next sub-block's lines of A are prefetched while the
+// current one runs, so reading A from memory overlaps the products: packing all of A first
+// left 4096×64×4096 waiting on memory for half its time.
 constexpr std::size_t kAmxChunk = 32;          // k values per tile product
 constexpr std::size_t kAmxChunkElems = 1024;   // bf16 values of a packed chunk (2 KiB)
+constexpr std::size_t kAmxSubChunks = 8;       // chunks of a k sub-block: 256 values of k
 
-// A rows [0, mc) × k [0, kc) into 32-row slivers of 32-value chunks: chunk c of a sliver
-// holds the values [32c, 32c + 32) of its 32 rows, 64 bytes a row; zeros past mc and kc.
-void pack_a_amx(std::size_t mc, std::size_t kc, const std::uint16_t* a, std::size_t lda,
-                std::uint16_t* out) {
-  const std::size_t full = kc / kAmxChunk;
-  const std::size_t chunks = div_up(kc, kAmxChunk);
-  for (std::size_t i0 = 0; i0 < mc; i0 += 32) {
-    for (std::size_t i = 0; i < 32; ++i) {
-      std::uint16_t* dst = out + i * kAmxChunk;
-      if (i0 + i >= mc) {
-        for (std::size_t ch = 0; ch < chunks; ++ch) {
-          std::memset(dst + ch * kAmxChunkElems, 0, kAmxChunk * sizeof(std::uint16_t));
-        }
-        continue;
-      }
-      const std::uint16_t* src = a + (i0 + i) * lda;
-      for (std::size_t ch = 0; ch < full; ++ch) {
-        std::memcpy(dst + ch * kAmxChunkElems, src + ch * kAmxChunk,
-                    kAmxChunk * sizeof(std::uint16_t));
-      }
-      if (full < chunks) {
-        std::uint16_t* last = dst + full * kAmxChunkElems;
-        const std::size_t left = kc - full * kAmxChunk;
-        std::memcpy(last, src + full * kAmxChunk, left * sizeof(std::uint16_t));
-        std::memset(last + left, 0, (kAmxChunk - left) * sizeof(std::uint16_t));
-      }
+// Rows [0, rows) of a sliver of A (`rows` ≤ 32, from `a` with leading dimension lda), k
+// values [32·c0, 32·c0 + 32·chunks) ending at kc, into `chunks` chunks of 32 rows × 32 values
+// (64 bytes a row, one zmm); zeros past rows and kc.
+__attribute__((target(FASTBENCH_AVX512_TARGET))) void pack_a_chunks(
+    const std::uint16_t* a, std::size_t lda, std::size_t rows, std::size_t kc, std::size_t c0,
+    std::size_t chunks, std::uint16_t* out) {
+  for (std::size_t ch = 0; ch < chunks; ++ch) {
+    const std::size_t p0 = (c0 + ch) * kAmxChunk;
+    const std::size_t left = kc - p0;
+    const __mmask32 mask = left >= 32 ? __mmask32(0xFFFFFFFFu) : __mmask32((1u << left) - 1);
+    std::uint16_t* dst = out + ch * kAmxChunkElems;
+    for (std::size_t i = 0; i < rows; ++i) {
+      _mm512_store_si512(dst + i * kAmxChunk, _mm512_maskz_loadu_epi16(mask, a + i * lda + p0));
     }
-    out += chunks * kAmxChunkElems;
+    for (std::size_t i = rows; i < 32; ++i) {
+      _mm512_store_si512(dst + i * kAmxChunk, _mm512_setzero_si512());
+    }
   }
 }
 
-// The 32×32 block of C over the packed chunks: tiles, then alpha and beta on rows [0, rows)
-// and columns [0, cols) (zmm, masked at the edges).
-__attribute__((target("amx-tile,amx-bf16," FASTBENCH_AVX512_TARGET))) void amx_bf16_tile(
-    std::size_t kc, const std::uint16_t* pa, const std::uint16_t* pb, float alpha, float beta,
-    float* c, std::size_t ldc, std::size_t rows, std::size_t cols) {
+// Where the tiles read a 32-row sliver of A for a run of chunks: a first chunk, the byte
+// stride of its rows, the elements from one chunk to the next and from row 0 to row 16.
+struct AmxA {
+  const std::uint16_t* first;
+  std::size_t stride_bytes;
+  std::size_t chunk_step;
+  std::size_t half;
+};
+
+// B rows [0, kc) × columns [0, nc) into 32-column slivers of pair-interleaved chunks (16
+// pairs of k rows × 32 columns, 2 KiB: B[2q][j], B[2q+1][j] side by side), the layout of
+// pack_b_bf16<32, 16>; zeros past nc and kc. Chunk by chunk of k, each sliver's chunk
+// written whole from the chunk's 32 rows of B read side by side: a pair of rows scattered
+// over every sliver (2 KiB writes a sliver apart) took most of a 64×4096×1024 product.
+void pack_b_amx(std::size_t kc, std::size_t nc, const std::uint16_t* b, std::size_t ldb,
+                std::uint16_t* out) {
   const std::size_t chunks = div_up(kc, kAmxChunk);
-  // C's rows are read (or written) only after the products: their lines are fetched now,
-  // beside them (two lines a row of 32 floats).
-  for (std::size_t i = 0; i < rows; ++i) {
-    _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc), _MM_HINT_T1);
-    _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc + 16), _MM_HINT_T1);
-  }
-  _tile_zero(0);
-  _tile_zero(1);
-  _tile_zero(2);
-  _tile_zero(3);
+  const std::size_t slivers = div_up(nc, 32), full = nc / 32;
   for (std::size_t ch = 0; ch < chunks; ++ch) {
-    const std::uint16_t* a = pa + ch * kAmxChunkElems;
+    for (std::size_t s = 0; s < slivers; ++s) {
+      std::uint16_t* dst = out + (s * chunks + ch) * kAmxChunkElems;
+      const std::size_t j0 = s * 32, cols = std::min<std::size_t>(32, nc - j0);
+      // The next chunk's rows at these columns, a chunk ahead (32 row streams are more than
+      // the hardware prefetchers follow).
+      const std::size_t next = (ch + 1) * kAmxChunk;
+      for (std::size_t p = next; p < std::min(kc, next + kAmxChunk); ++p) {
+        _mm_prefetch(reinterpret_cast<const char*>(b + p * ldb + j0), _MM_HINT_T0);
+      }
+      for (std::size_t q = 0; q < 16; ++q, dst += 64) {
+        const std::size_t p = ch * kAmxChunk + 2 * q;
+        const std::uint16_t* r0 = p < kc ? b + p * ldb + j0 : nullptr;
+        const std::uint16_t* r1 = p + 1 < kc ? r0 + ldb : nullptr;
+        if (s < full && r1 != nullptr) {
+          interleave32(r0, r1, dst);
+          continue;
+        }
+        for (std::size_t j = 0; j < 32; ++j) {
+          dst[2 * j] = r0 != nullptr && j < cols ? r0[j] : 0;
+          dst[2 * j + 1] = r1 != nullptr && j < cols ? r1[j] : 0;
+        }
+      }
+    }
+  }
+}
+
+// One 32×32 block of C's sums over `chunks` chunks, kept at `acc` (rows `ld` floats apart):
+// read into the accumulator tiles first unless `first`, stored back after.
+__attribute__((target("amx-tile,amx-bf16"))) void amx_accumulate(std::size_t chunks,
+                                                                  const AmxA& a,
+                                                                  const std::uint16_t* pb,
+                                                                  float* acc, std::size_t ld,
+                                                                  bool first) {
+  const std::size_t stride = ld * sizeof(float);
+  if (first) {
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+  } else {
+    _tile_loadd(0, acc, stride);
+    _tile_loadd(1, acc + 16, stride);
+    _tile_loadd(2, acc + 16 * ld, stride);
+    _tile_loadd(3, acc + 16 * ld + 16, stride);
+  }
+  for (std::size_t ch = 0; ch < chunks; ++ch) {
+    const std::uint16_t* ta = a.first + ch * a.chunk_step;
     const std::uint16_t* b = pb + ch * kAmxChunkElems;
-    _tile_loadd(4, a, 64);        // rows 0-15
-    _tile_loadd(6, b, 128);       // columns 0-15: the first 64 bytes of each 128-byte pair row
+    _tile_loadd(4, ta, a.stride_bytes);            // rows 0-15
+    _tile_loadd(6, b, 128);  // columns 0-15: the first 64 bytes of each 128-byte pair row
     _tile_dpbf16ps(0, 4, 6);
-    _tile_loadd(7, b + 32, 128);  // columns 16-31
+    _tile_loadd(7, b + 32, 128);                   // columns 16-31
     _tile_dpbf16ps(1, 4, 7);
-    _tile_loadd(5, a + 512, 64);  // rows 16-31
+    _tile_loadd(5, ta + a.half, a.stride_bytes);   // rows 16-31
     _tile_dpbf16ps(2, 5, 6);
     _tile_dpbf16ps(3, 5, 7);
   }
-  alignas(64) float acc[32 * 32];
-  _tile_stored(0, acc, 128);
-  _tile_stored(1, acc + 16, 128);
-  _tile_stored(2, acc + 512, 128);
-  _tile_stored(3, acc + 528, 128);
-  const __mmask16 lo = cols >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << cols) - 1);
-  const __mmask16 hi = cols >= 32   ? __mmask16(0xFFFF)
-                       : cols > 16 ? __mmask16((1u << (cols - 16)) - 1)
-                                   : __mmask16(0);
+  _tile_stored(0, acc, stride);
+  _tile_stored(1, acc + 16, stride);
+  _tile_stored(2, acc + 16 * ld, stride);
+  _tile_stored(3, acc + 16 * ld + 16, stride);
+}
+
+// alpha · sums[j] + beta · c[j] for the `mask` lanes of 16 columns.
+__attribute__((target(FASTBENCH_AVX512_TARGET), always_inline)) inline __m512 amx_scaled(
+    const float* sums, const float* c, __mmask16 mask, __m512 va, __m512 vb, bool beta) {
+  const __m512 r = _mm512_mul_ps(va, _mm512_maskz_loadu_ps(mask, sums));
+  return beta ? _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(mask, c), r) : r;
+}
+
+// C rows [0, rows) × columns [0, cols) = alpha · sums + beta · C, each row of C written once,
+// in order. With beta 0, C is not read, and its whole cache lines are written with streaming
+// stores (the unaligned ends of a row with plain ones): they skip reading each line before
+// writing it, which was a sixth of a 1024^3 product's time.
+__attribute__((target(FASTBENCH_AVX512_TARGET))) void amx_store(
+    const float* sums, std::size_t ld, std::size_t rows, std::size_t cols, float alpha,
+    float beta, float* c, std::size_t ldc) {
   const __m512 va = _mm512_set1_ps(alpha);
   const __m512 vb = _mm512_set1_ps(beta);
+  const bool read_c = beta != 0.0f;
+  bool streamed = false;
   for (std::size_t i = 0; i < rows; ++i) {
+    const float* si = sums + i * ld;
     float* ci = c + i * ldc;
-    const __m512 r0 = _mm512_mul_ps(va, _mm512_load_ps(acc + 32 * i));
-    const __m512 r1 = _mm512_mul_ps(va, _mm512_load_ps(acc + 32 * i + 16));
-    if (beta == 0.0f) {
-      _mm512_mask_storeu_ps(ci, lo, r0);
-      if (hi != 0) _mm512_mask_storeu_ps(ci + 16, hi, r1);
-    } else {
-      _mm512_mask_storeu_ps(ci, lo, _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(lo, ci), r0));
-      if (hi != 0) {
-        _mm512_mask_storeu_ps(ci + 16, hi,
-                              _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(hi, ci + 16), r1));
+    std::size_t j = 0;
+    if (!read_c && reinterpret_cast<std::uintptr_t>(ci) % sizeof(float) == 0) {
+      // Plain stores up to the first line boundary, then whole lines streamed.
+      const std::size_t into = reinterpret_cast<std::uintptr_t>(ci) % kAlignBytes;
+      const std::size_t head = std::min(cols, into == 0 ? 0 : (kAlignBytes - into) / 4);
+      if (head > 0) {
+        const __mmask16 mask = __mmask16((1u << head) - 1);
+        _mm512_mask_storeu_ps(ci, mask, amx_scaled(si, ci, mask, va, vb, false));
+      }
+      for (j = head; j + 16 <= cols; j += 16) {
+        _mm512_stream_ps(ci + j, _mm512_mul_ps(va, _mm512_loadu_ps(si + j)));
+        streamed = true;
       }
     }
+    for (; j < cols; j += 16) {
+      const std::size_t left = cols - j;
+      const __mmask16 mask = left >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << left) - 1);
+      _mm512_mask_storeu_ps(ci + j, mask, amx_scaled(si + j, ci + j, mask, va, vb, read_c));
+    }
+  }
+  // Streaming stores are weakly ordered: fenced before the unit is counted done (another
+  // thread may then read C, or the next k block add to it).
+  if (streamed) _mm_sfence();
+}
+
+// The sums of a unit's block, kept per thread between calls (grown, never shrunk).
+struct AmxScratch {
+  std::unique_ptr<float[], FreeDeleter> sums;
+  std::size_t size = 0;
+};
+thread_local AmxScratch amx_scratch;
+
+// Prefetches into L2 the lines of A rows [0, rows) × k values [p0, p1): the next
+// sub-block's, `part` of `parts` of them (row by row), so that they arrive spread over the
+// current sub-block's products.
+void prefetch_a(const std::uint16_t* a, std::size_t lda, std::size_t rows, std::size_t p0,
+                std::size_t p1, std::size_t part, std::size_t parts) {
+  const std::size_t r0 = rows * part / parts, r1 = rows * (part + 1) / parts;
+  for (std::size_t i = r0; i < r1; ++i) {
+    const char* row = reinterpret_cast<const char*>(a + i * lda);
+    for (std::size_t p = p0 * 2; p < p1 * 2; p += 64) _mm_prefetch(row + p, _MM_HINT_T1);
   }
 }
 
-// kc: a B micro-panel (kc×32 bf16) in a third of L1, so that it stays there while the A
-// slivers stream from L2 past it; mc: the A block in half of L2; nc: the B panel in a quarter
-// of L3.
+// The unit: A rows [0, mc) (at `a`) × k [0, kc) against the epoch's packed B panel (nc
+// columns), into C with alpha and beta. `packed_a` holds one sub-block of A where A is
+// copied (mc rows × 256 values, rounded up to whole slivers).
+void amx_block(std::size_t kc, std::size_t nc, std::size_t mc, const std::uint16_t* a,
+               std::size_t lda, std::uint16_t* packed_a, const std::uint16_t* pb, float alpha,
+               float beta, float* c, std::size_t ldc) {
+  const std::size_t chunks = div_up(kc, kAmxChunk);
+  const std::size_t row_blocks = div_up(mc, 32), col_blocks = div_up(nc, 32);
+  // Rows of sums a line more than a power of two apart, so that a tile's 16 rows spread
+  // over L1's sets.
+  const std::size_t ld = col_blocks * 32 + 16;
+  const std::size_t need = row_blocks * 32 * ld;
+  if (amx_scratch.size < need) {
+    amx_scratch.sums = aligned_buffer<float>(need);
+    amx_scratch.size = need;
+  }
+  float* sums = amx_scratch.sums.get();
+  const bool in_place = reinterpret_cast<std::uintptr_t>(a) % kAlignBytes == 0 &&
+                        (lda * sizeof(std::uint16_t)) % kAlignBytes == 0 &&
+                        mc % 32 == 0 && kc % kAmxChunk == 0;
+  const std::size_t calls = row_blocks * col_blocks;  // per sub-block
+  for (std::size_t k0 = 0; k0 < chunks; k0 += kAmxSubChunks) {
+    const std::size_t sub = std::min(kAmxSubChunks, chunks - k0);
+    if (!in_place) {
+      for (std::size_t i = 0; i < row_blocks; ++i) {
+        pack_a_chunks(a + i * 32 * lda, lda, std::min<std::size_t>(32, mc - i * 32), kc, k0,
+                      sub, packed_a + i * sub * kAmxChunkElems);
+      }
+    }
+    const std::size_t next0 = (k0 + sub) * kAmxChunk;
+    const std::size_t next1 = std::min(kc, next0 + kAmxSubChunks * kAmxChunk);
+    std::size_t call = 0;
+    for (std::size_t j = 0; j < col_blocks; ++j) {
+      const std::uint16_t* b = pb + (j * chunks + k0) * kAmxChunkElems;
+      for (std::size_t i = 0; i < row_blocks; ++i, ++call) {
+        const AmxA tiles =
+            in_place ? AmxA{a + i * 32 * lda + k0 * kAmxChunk, lda * sizeof(std::uint16_t),
+                            kAmxChunk, 16 * lda}
+                     : AmxA{packed_a + i * sub * kAmxChunkElems, 64, kAmxChunkElems, 512};
+        amx_accumulate(sub, tiles, b, sums + i * 32 * ld + j * 32, ld, k0 == 0);
+        if (next0 < next1) prefetch_a(a, lda, mc, next0, next1, call, calls);
+      }
+    }
+  }
+  amx_store(sums, ld, mc, nc, alpha, beta, c, ldc);
+}
+
+// kc: the epoch's k block, up to 4096 (the unit's sums stay in the buffer across it, so a
+// long block writes C fewer times); nc: at most a quarter of L3 for the B panel, narrowed to
+// half of L2 for the k block the product has (panel_columns); mc: 64 rows, two slivers per
+// B micro-panel (128 measured no faster at 1024^3 and slower at 4096×64×4096).
 GemmBlocking amx_blocking() {
   const CacheSizes& cs = cache_sizes();
   GemmBlocking b;
   b.mr = 32;
   b.nr = 32;
-  b.kc = std::clamp<std::size_t>(round_down(cs.l1d_bytes / 3 / (b.nr * 2), kAmxChunk), 64,
-                                 1024);
-  b.mc = std::clamp<std::size_t>(round_down(cs.l2_bytes / 2 / (b.kc * 2), b.mr), b.mr * 2,
-                                 b.mr * 64);
-  b.nc = std::clamp<std::size_t>(round_down(cs.l3_bytes / 4 / (b.kc * 2), b.nr), b.nr * 16,
+  b.kc = 4096;
+  b.mc = 64;
+  b.nc = std::clamp<std::size_t>(round_down(cs.l3_bytes / 4 / (b.kc * 2), b.nr), b.nr * 4,
                                  round_down(4096, b.nr));
   return b;
 }
 
-// The tile product for the shared driver: A in 32-row slivers of chunks, B in 32-column
-// pair-interleaved slivers padded to whole B tiles, C float32; every thread configures its
-// tiles for the product's length (TileScope) and releases them after.
+// The tile product for the shared driver: B in 32-column pair-interleaved slivers padded to
+// whole B tiles, C float32; each unit runs as one block (amx_block), which reads or copies A
+// itself; every thread configures its tiles for the product's length (TileScope) and
+// releases them after.
 struct AmxBf16Gemm {
   using ThreadScope = detail::TileScope;
   using In = std::uint16_t;
@@ -1301,22 +1444,29 @@ struct AmxBf16Gemm {
   static constexpr std::size_t kNr = 32;
   static constexpr std::size_t kKUnit = kAmxChunk;
   static constexpr bool kShiftColumns = false;
-  static std::size_t a_step(std::size_t kc) { return round_up(kc, kAmxChunk); }
-  static std::size_t b_step(std::size_t kc) { return round_up(kc, kAmxChunk); }
-  static void pack_a_block(std::size_t mc, std::size_t kc, const std::uint16_t* a,
-                           std::size_t lda, std::uint16_t* out) {
-    pack_a_amx(mc, kc, a, lda, out);
+  static constexpr bool kBlockKernel = true;
+  // packed A: one k sub-block of the unit's rows (the driver sizes it mu × a_step(kc)).
+  static std::size_t a_step(std::size_t kc) {
+    return std::min(round_up(kc, kAmxChunk), kAmxSubChunks * kAmxChunk);
   }
+  static std::size_t b_step(std::size_t kc) { return round_up(kc, kAmxChunk); }
   static void pack_b_panel(std::size_t kc, std::size_t nc, std::size_t /*lead: always 0*/,
                            const std::uint16_t* b, std::size_t ldb, std::uint16_t* out) {
-    pack_b_bf16<kNr, 16>(kc, nc, b, ldb, out);
+    pack_b_amx(kc, nc, b, ldb, out);
   }
-  static void tile(std::size_t kc, const std::uint16_t* pa, const std::uint16_t* pb,
-                   float alpha, float beta, float* c, std::size_t ldc, std::size_t rows,
-                   std::size_t /*col0: always 0*/, std::size_t cols) {
-    amx_bf16_tile(kc, pa, pb, alpha, beta, c, ldc, rows, cols);
+  static void block(std::size_t kc, std::size_t nc, std::size_t mc, const std::uint16_t* a,
+                    std::size_t lda, std::uint16_t* packed_a, const std::uint16_t* pb,
+                    float alpha, float beta, float* c, std::size_t ldc) {
+    amx_block(kc, nc, mc, a, lda, packed_a, pb, alpha, beta, c, ldc);
   }
   static GemmBlocking blocking() { return amx_blocking(); }
+  // The B panel (kc × nc bf16) in half of L2, beside the unit's sums: nc from the k block
+  // the product has (512 columns at k = 1024, 256 at 2048, 128 at 4096, each measured best
+  // of the three at 2 threads).
+  static std::size_t panel_columns(std::size_t kc, std::size_t nc) {
+    const std::size_t fits = round_down(cache_sizes().l2_bytes / 2 / (kc * 2), kNr);
+    return std::clamp<std::size_t>(fits, 4 * kNr, nc);
+  }
 };
 #endif  // FASTBENCH_AMX_BUILT
 #endif  // __x86_64__

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <new>
 #include <stdexcept>
 #include <string>
@@ -50,6 +51,7 @@ struct Case {
   double alpha = 1.0;
   double beta = 0.0;
   int threads = 1;
+  bool aligned_a = false;  // bf16 only: A's first row on a cache line (tiles may read it in place)
 };
 
 // Runs one case against the reference; returns false (after recording) on a mismatch.
@@ -196,15 +198,25 @@ double bf16_value(std::uint16_t b) {
 bool check_bf16_case(const Case& cs, std::uint64_t seed) {
   const std::size_t m = cs.s.m, n = cs.s.n, k = cs.s.k;
   const std::size_t lda = k + cs.pad, ldb = n + cs.pad, ldc = n + cs.pad;
-  std::vector<std::uint16_t> a, b;
-  for (float x : random_values<float>(m * lda + 1, seed)) a.push_back(bf16_bits(x));
+  std::vector<std::uint16_t> a_store, b;
+  for (float x : random_values<float>(m * lda + 1, seed)) a_store.push_back(bf16_bits(x));
+  // Aligned: the same values copied to start on a 64-byte boundary.
+  std::vector<std::uint16_t> a_room(cs.aligned_a ? a_store.size() + 32 : 0);
+  std::uint16_t* a = a_store.data();
+  if (cs.aligned_a) {
+    void* p = a_room.data();
+    std::size_t space = a_room.size() * sizeof(std::uint16_t);
+    a = static_cast<std::uint16_t*>(std::align(64, a_store.size() * sizeof(std::uint16_t), p,
+                                               space));
+    std::copy(a_store.begin(), a_store.end(), a);
+  }
   for (float x : random_values<float>(k * ldb + 1, seed + 1)) b.push_back(bf16_bits(x));
   std::vector<float> c = random_values<float>(m * ldc + 1, seed + 2);
   if (cs.beta == 0.0) {
     for (float& x : c) x = std::numeric_limits<float>::quiet_NaN();
   }
   const std::vector<float> c0 = c;
-  fb::gemm_bf16(m, n, k, static_cast<float>(cs.alpha), a.data(), lda, b.data(), ldb,
+  fb::gemm_bf16(m, n, k, static_cast<float>(cs.alpha), a, lda, b.data(), ldb,
                 static_cast<float>(cs.beta), c.data(), ldc, cs.threads);
   const double tol = 4.0 * static_cast<double>(k + 2) * std::numeric_limits<float>::epsilon();
   for (std::size_t i = 0; i < m; ++i) {
@@ -271,18 +283,23 @@ void test_bf16_tiles() {
   SKIP_UNLESS(fb::best_isa() >= fb::Isa::amx, "no AMX tiles (or no grant of their state)");
   CHECK(std::string(fb::gemm_bf16_isa()) == "amx_bf16", fb::gemm_bf16_isa());
   run_bf16_shapes();
-  // Around the tile block and a k block: one chunk, one short of two, two k blocks and a
-  // partial chunk.
-  const Shape around[] = {{32, 32, 32}, {31, 33, 63}, {33, 31, 65}, {64, 64, 544},
-                          {65, 95, 257}, {96, 17, 1}};
+  // Around the tile block, a k sub-block (256) and a unit (64 rows): one chunk, one short
+  // of two, past a sub-block with a partial chunk, several units and sub-blocks. With A on a
+  // cache line and rows a whole number of lines apart (pad 0 or 32 with k a multiple of 32),
+  // whole units are read in place; otherwise they are copied.
+  const Shape around[] = {{32, 32, 32},   {31, 33, 63},  {33, 31, 65}, {64, 64, 544},
+                          {65, 95, 257},  {96, 17, 1},   {128, 96, 512}, {160, 40, 288},
+                          {70, 33, 64},   {200, 150, 800}};
   std::uint64_t seed = 900;
   for (const Shape& s : around) {
-    for (int threads : {1, 2}) {
+    for (int variant = 0; variant < 4; ++variant) {
       Case cs;
       cs.s = s;
-      cs.beta = threads == 1 ? 0.0 : 0.5;
-      cs.pad = threads == 1 ? 0 : 3;
-      cs.threads = threads;
+      cs.threads = 1 + variant % 2;
+      cs.beta = variant == 1 ? 0.5 : 0.0;
+      cs.alpha = variant == 3 ? -2.0 : 1.0;
+      cs.aligned_a = variant >= 2;
+      cs.pad = variant == 3 ? 32 : variant == 1 ? 3 : 0;
       if (!check_bf16_case(cs, seed++)) return;
     }
   }

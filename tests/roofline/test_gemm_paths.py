@@ -174,6 +174,29 @@ def test_gemm_bf16_tile_path_matches_the_rounded_float_product(m: int, n: int, k
     _gemm_bf16_against_reference(m, n, k, threads)
 
 
+def _on_a_cache_line(rows: int, cols: int) -> np.ndarray:
+    """A zeroed (rows, cols) uint16 array whose first element starts a 64-byte line."""
+    room = np.zeros(rows * cols + 32, dtype=np.uint16)
+    skip = (-room.ctypes.data % 64) // 2
+    return room[skip:skip + rows * cols].reshape(rows, cols)
+
+
+@pytest.mark.skipif(not HAS_TILES, reason="no AMX tiles on this CPU (or no grant of their state)")
+@pytest.mark.parametrize("m,n,k", [(64, 96, 256), (128, 40, 544), (70, 33, 64), (96, 200, 1000)])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_gemm_bf16_tile_path_reads_a_on_cache_lines_in_place(m: int, n: int, k: int,
+                                                              threads: int) -> None:
+    # A starting on a cache line with rows whole lines apart (k a multiple of 32) is read by
+    # the tiles where it lies, whole units of 64 rows at a time; the rest is copied.
+    a = _on_a_cache_line(m, k)
+    a[:] = kernels.to_bfloat16(RNG.standard_normal((m, k)).astype(np.float32))
+    assert a.ctypes.data % 64 == 0
+    b = kernels.to_bfloat16(RNG.standard_normal((k, n)).astype(np.float32))
+    got = kernels.gemm_bf16(a, b, threads=threads)
+    a64, b64 = _bf16_values(a).astype(np.float64), _bf16_values(b).astype(np.float64)
+    _check(got, a64 @ b64, np.abs(a64) @ np.abs(b64), k, float(np.finfo(np.float32).eps))
+
+
 @pytest.mark.skipif(not HAS_TILES, reason="no AMX tiles on this CPU (or no grant of their state)")
 def test_gemm_bf16_tile_path_gives_exact_sums_of_small_integers() -> None:
     # Integers up to 8 are exact in bf16 and their products' sums (below 2^24) exact in
