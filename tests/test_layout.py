@@ -58,9 +58,9 @@ PUBLIC = {
     "fastbench.roofline": """ABOVE_ROOF_CAUSES ABOVE_ROOF_TOLERANCE AGREE_WITHIN MAX_READINGS
         Placement Roofline cache_path calibrate place plot workload_threads""",
     "fastbench.stats": """MIN_RUNS MIN_SAMPLES Outliers RunLevel SampleComparison Summary
-        adjust_pvalues as_samples compare_runs compare_samples median_ci median_ratio_ci
-        required_samples
-        run_level samples_for_power summarize quantile_ci quantile_ci_min_samples
+        adjust_pvalues as_samples compare_runs compare_samples hodges_lehmann median_ci
+        median_ratio_ci required_samples
+        run_level samples_for_power signed_rank_ci summarize quantile_ci quantile_ci_min_samples
         wilson_interval""",
     "fastbench.analysis.formulas": """ACTIVATIONS ELEMENTWISE_FLOPS GRID_SAMPLE_MODES INDEX_BYTES
         activation

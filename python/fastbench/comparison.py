@@ -230,13 +230,15 @@ def judge(
     alpha: float,
     min_effect: float,
     correction: str,
+    estimator: str = "median",
 ) -> dict[str, SampleComparison]:
     """Compare each candidate's samples with the baseline's, then correct the p-values
-    (``correction`` across the candidates); the suite judges its rounds with it too."""
+    (``correction`` across the candidates); the suite judges its rounds with it too, with
+    the Hodges-Lehmann ``estimator`` (see :func:`fastbench.stats.compare_samples`)."""
     _check_judgement(alpha, min_effect, correction)
     results = {
         name: compare_samples(samples[baseline], s, paired=paired, alpha=alpha,
-                              min_effect=min_effect)
+                              min_effect=min_effect, estimator=estimator)
         for name, s in samples.items() if name != baseline
     }
     return _corrected(results, correction)

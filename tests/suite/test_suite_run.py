@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import fastbench
-from fastbench import _core
+from fastbench import _core, stats
 from fastbench.suite import SuiteResult, UnfairComparison, run
 
 
@@ -254,7 +254,27 @@ def test_arguments_checked_before_anything_runs() -> None:
         run({"baseline": f}, X, metric=lambda v, d: 1.0)
     with pytest.raises(ValueError, match="pass batch_sizes"):
         run({"baseline": f}, lambda b: X)
+    with pytest.raises(ValueError, match="estimator must be one of median, hodges-lehmann"):
+        run({"baseline": f}, X, estimator="mean")
     assert calls == []
+
+
+@pytest.mark.parametrize("estimator", ["hodges-lehmann", "median"])
+def test_speedup_is_the_chosen_estimate_of_the_rounds_log_ratios(estimator: str) -> None:
+    # Round i of the two variants is a pair: the speedup and its interval are those of the
+    # per-round log-ratios, worked out here from the recorded samples.
+    kw = {} if estimator == "hodges-lehmann" else {"estimator": estimator}
+    result = run({"base": _Spin(120), "fast": _Spin(100)}, X, baseline="base",
+                 **_quick(rounds=30, **kw))
+    r = np.log(np.asarray(result["base"].latency.samples_s)
+               / np.asarray(result["fast"].latency.samples_s))
+    est = stats.hodges_lehmann(r) if estimator == "hodges-lehmann" else float(np.median(r))
+    lo, hi = (stats.signed_rank_ci(r) if estimator == "hodges-lehmann"
+              else stats.median_ci(r))  # type: ignore[misc]
+    speedup = result["fast"].speedup
+    assert speedup.value == pytest.approx(np.exp(est), rel=1e-12)
+    assert speedup.ci == pytest.approx((np.exp(lo), np.exp(hi)), rel=1e-12)
+    assert result.settings["estimator"] == estimator
 
 
 def test_batch_sizes_from_a_fixed_input_and_from_a_builder() -> None:

@@ -21,6 +21,7 @@ from ._scipy import sps
 from .plain import plain, require_finite
 from .samples import (BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, FEW_SAMPLES, as_samples,
                       bootstrap_medians, median_ci, percentile_interval)
+from .signedrank import hodges_lehmann, signed_rank_ci
 
 # Fewer samples per side (or pairs) than this and compare_samples never calls a difference
 # significant: the sign-test interval of the median does not exist below 6 at 95% (see
@@ -28,6 +29,10 @@ from .samples import (BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, FEW_SAMPLES, as_sampl
 MIN_SAMPLES = 6
 
 _UNEQUAL_RATIO = 4.0
+
+# The paired location of the log-ratios and its test: the median with the sign test, or the
+# Hodges-Lehmann estimate with Wilcoxon's signed-rank test.
+ESTIMATORS = ("median", "hodges-lehmann")
 
 # Unpaired speedup intervals: up to this many samples in all (both sides) the percentile
 # bootstrap, above it the order-statistics interval of :func:`median_ratio_ci`. The bootstrap
@@ -84,14 +89,15 @@ class SampleComparison:
     paired : bool
         Whether ``a[i]`` and ``b[i]`` were analysed as pairs.
     test : str
-        The primary test: ``"sign test"`` (paired) or ``"mann-whitney u"``.
+        The primary test: ``"sign test"`` (paired, the median), ``"wilcoxon signed-rank"``
+        (paired, the Hodges-Lehmann estimator) or ``"mann-whitney u"``.
     n_a, n_b : int
         Sample counts (equal when paired).
     median_a, median_b : float
         Medians of the raw samples.
     speedup : float
-        ``median(a) / median(b)`` unpaired, ``exp(median(log(a/b)))`` paired; > 1 means the
-        candidate is faster.
+        ``median(a) / median(b)`` unpaired, ``exp(median(log(a/b)))`` paired (``exp`` of their
+        Hodges-Lehmann estimate with that estimator); > 1 means the candidate is faster.
     speedup_ci : (float, float) or None
         Confidence interval of the speedup at ``confidence``. None with too few samples.
     confidence : float
@@ -334,6 +340,7 @@ def compare_samples(
     alpha: float = 0.05,
     min_effect: float = 0.01,
     confidence: float = 0.95,
+    estimator: str = "median",
 ) -> SampleComparison:
     """Compare a baseline ``a`` with a candidate ``b`` (times, lower is faster).
 
@@ -344,7 +351,12 @@ def compare_samples(
     test on r (``scipy.stats.binomtest`` on the count of positive r among non-zero r), which
     agrees with that interval and is not swayed by a few preempted rounds. The Wilcoxon
     signed-rank test on r (``scipy.stats.wilcoxon``; Wilcoxon 1945) is reported beside it as
-    ``p_wilcoxon``. If every r is 0, p = 1.
+    ``p_wilcoxon``. If every r is 0, p = 1. With ``estimator="hodges-lehmann"`` the speedup is
+    ``exp`` of the Hodges-Lehmann estimate of r (the median of its Walsh averages), its
+    interval the one that inverts the signed-rank test (:func:`signed_rank_ci`), and the
+    p-value that test's: about a fifth narrower from the same pairs under normal noise, and
+    still robust to a few disturbed pairs, though less than the sign test to a handful of
+    them far off in one direction.
 
     Unpaired: speedup ``median(a) / median(b)``, its interval a percentile bootstrap of the
     ratio of medians (a and b resampled independently, 2000 resamples, fixed-seed numpy
@@ -382,6 +394,9 @@ def compare_samples(
         Smallest relative speedup (a fraction, >= 0) that counts as a change.
     confidence : float
         Coverage of the speedup interval, in (0, 1).
+    estimator : {"median", "hodges-lehmann"}
+        The paired location of the log-ratios and its test (see above); unpaired
+        comparisons take ``"median"`` only.
 
     Returns
     -------
@@ -416,10 +431,15 @@ def compare_samples(
         raise ValueError(
             f"paired comparison needs equal lengths, got {xa.size} and {xb.size}"
         )
+    if estimator not in ESTIMATORS:
+        raise ValueError(f"estimator must be one of {', '.join(ESTIMATORS)}, got {estimator!r}")
+    if estimator != "median" and not paired:
+        raise ValueError(f"estimator {estimator!r} is for paired comparisons; unpaired ones "
+                         "take 'median'")
 
     # As in summarize: overflow near 1e308 surfaces as a ValueError from the final check.
     with np.errstate(over="ignore", invalid="ignore"):
-        result = _compare(xa, xb, bool(paired), al, eff, level)
+        result = _compare(xa, xb, bool(paired), al, eff, level, estimator)
     require_finite(result.to_dict(), "compare_samples")
     return result
 
@@ -431,6 +451,7 @@ def _compare(
     al: float,
     eff: float,
     confidence: float,
+    estimator: str = "median",
 ) -> SampleComparison:
     na, nb = int(xa.size), int(xb.size)
     n = min(na, nb)
@@ -445,10 +466,11 @@ def _compare(
     speedup_ci: tuple[float, float] | None
 
     if paired:
-        test = "sign test"
+        hl = estimator == "hodges-lehmann"
+        test = "wilcoxon signed-rank" if hl else "sign test"
         r = log_a - log_b
-        speedup = math.exp(float(np.median(r)))
-        ci = median_ci(r, confidence)
+        speedup = math.exp(hodges_lehmann(r) if hl else float(np.median(r)))
+        ci = signed_rank_ci(r, confidence) if hl else median_ci(r, confidence)
         speedup_ci = None if ci is None else (math.exp(ci[0]), math.exp(ci[1]))
         nonzero = int(np.count_nonzero(r))
         if nonzero == 0:
@@ -466,6 +488,8 @@ def _compare(
             if not math.isfinite(p_wilcoxon):
                 p_wilcoxon = None
                 notes.append("the Wilcoxon test could not run on these pairs")
+            if hl:
+                p_primary = 1.0 if p_wilcoxon is None else p_wilcoxon
     else:
         test = "mann-whitney u"
         speedup = median_a / median_b

@@ -199,8 +199,9 @@ class MemoryFigures:
 @dataclass(frozen=True)
 class Speedup:
     """A variant's speedup over the baseline (baseline time / variant time; > 1 is faster),
-    from the paired rounds: the median of the per-round log-ratios, its sign-test interval,
-    the Holm-corrected p-value and the verdict of :func:`fastbench.compare`. The baseline's
+    from the paired rounds: the Hodges-Lehmann estimate of the per-round log-ratios with its
+    signed-rank interval (or the median with its sign-test interval, as chosen by
+    ``suite.run(estimator=)``), the Holm-corrected p-value and the verdict. The baseline's
     own is 1 with verdict "baseline"."""
 
     value: float
