@@ -5,6 +5,7 @@ quick calibration."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from pathlib import Path
@@ -13,7 +14,7 @@ from typing import Any
 import pytest
 
 from fastbench import roofline
-from fastbench.machine import CacheLevel
+from fastbench.machine import CacheLevel, microarch
 from fastbench.measurement import Measurement
 from fastbench.roofline import calibration, kernels
 
@@ -67,6 +68,32 @@ def test_cache_levels_keep_the_faster_vector_width_and_record_it(
         assert r.machine["ceiling_isas"][lv] == "avx512"
     assert r.machine["ceiling_isas"]["fma float32"] == "avx512"
     assert r.machine["ceiling_isas"]["fma float64"] == "avx2"
+
+
+def test_a_cache_level_no_faster_than_the_next_is_noted(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # A VM reporting a large shared L3: its triad runs at DRAM speed (27.4 against 28.9
+    # GB/s on a 2-vCPU Granite Rapids-class guest with 480 MiB of reported L3).
+    calls: list[str] = []
+    _fake_calibration(monkeypatch, calls)
+    l3_sizes = set(calibration._level_sizes(2, False)["L3"])
+    fake = kernels.bandwidth
+
+    def bandwidth(kind: str, nbytes: int, threads: int | None = None,
+                  min_time_s: float = 0.05, *, isa: str | None = None) -> kernels.BandwidthResult:
+        r = fake(kind, nbytes, threads, min_time_s, isa=isa)
+        if nbytes in l3_sizes:
+            r = dataclasses.replace(r, gb_per_s=27.4)
+        elif r.gb_per_s < 27.4 * 1.5:  # DRAM sizes
+            r = dataclasses.replace(r, gb_per_s=28.9)
+        return r
+
+    monkeypatch.setattr(kernels, "bandwidth", bandwidth)
+    r = roofline.calibrate(threads=2, progress=False, cache=False)
+    assert r.memory["L3"] == 27.4 and r.memory["DRAM"] == 28.9
+    note = next(n for n in r.notes if n.startswith("L3 measured"))
+    assert "27.4 GB/s, no faster than DRAM (28.9)" in note and "behaved as DRAM" in note
+    assert not any(n.startswith("L2 measured") for n in r.notes)
 
 
 def test_calibrate_plan_ceilings_and_cache(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -355,8 +382,10 @@ def test_peak_widths_follow_the_cap() -> None:
         assert calibration._dot_dtypes() == []
     finally:
         _core._set_isa_cap(before)
-    if _core.best_isa() == "avx512":
+    if _core.best_isa() in ("avx512", "amx"):
         assert calibration._peak_widths("float32") == ["avx512", "avx2"]
+    if _core.best_isa() == "amx":
+        assert calibration._peak_widths("bfloat16")[0] == "amx"
 
 
 def _peak(isa: str, gflops: float, flops_per_cycle: float,
@@ -384,6 +413,21 @@ def test_calibration_warns_when_the_table_differs_by_more_than_10_percent() -> N
     none = _peak("avx2", 90.0, 30.0, 0.0)
     assert calibration._table_deviation("fma float32", none, {"avx2": none}, 1, False) == ""
     assert calibration.TABLE_AGREE_WITHIN == 0.10
+
+
+def test_a_far_faster_path_below_its_figure_is_not_called_the_wrong_width(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # AMX int8 at 84% of its table figure, 7x the zmm dot products at 92% of theirs: the
+    # tiles are the right choice, and the note must not say otherwise.
+    monkeypatch.setattr(calibration, "core_counts", lambda: (2, 2))
+    tiles = kernels.PeakResult("int8", "amx", False, 1, 6.8e12, 4e9, 1712.0, 2048.0, 0.1,
+                               "tdpbusd tmm (AMX-INT8)", microarch.TILE_BITS)
+    zmm = kernels.PeakResult("int8", "avx512", False, 1, 0.93e12, 4e9, 236.0, 256.0, 0.1,
+                             "vpdpbusd zmm (AVX512_VNNI)", 512)
+    text = calibration._table_deviation("dot int8", tiles, {"amx": tiles, "avx512": zmm}, 1,
+                                        False)
+    assert text.startswith("warning: dot int8 reaches 84% of what the table promises")
+    assert "wrong width" not in text and "zmm ran no faster" not in text
 
 
 def test_smt_siblings_are_named_when_threads_exceed_physical_cores(

@@ -244,6 +244,21 @@ def test_tiles_widen_only_the_bf16_and_int8_ceilings() -> None:
         in q.above_roof
 
 
+def test_point_above_a_level_that_measured_no_faster_than_the_next_says_so() -> None:
+    # The L3 ceiling came out below DRAM's (a VM's shared L3): a point placed on L3 above it
+    # blames that first, before the byte count.
+    r = dataclasses.replace(_zen4_like(), memory={"L1": 400.0, "L2": 200.0, "L3": 27.4,
+                                                  "DRAM": 28.9})
+    p = r.place(flops=0.05 * 32e9, bytes=32e9, seconds=1.0, threads=2, level="L3")
+    assert p.above_roof_causes[0] == "level-no-faster" and p.above_roof_causes[-1] == "wrong-count"
+    assert p.above_roof is not None and "L3 ceiling (27.4 GB/s) is no faster than DRAM's" \
+        in p.above_roof
+    # A level faster than the next says nothing of the kind.
+    q = _zen4_like().place(flops=0.05 * 110e9, bytes=110e9, seconds=1.0, threads=2,
+                           level="L3")
+    assert "level-no-faster" not in q.above_roof_causes
+
+
 def test_point_3_percent_above_its_ceiling_is_not_warned() -> None:
     r = _zen4_like()
     compute = r.place(flops=206e9, bytes=1e9, seconds=1.0, threads=2)   # 103% of 200

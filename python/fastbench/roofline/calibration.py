@@ -26,6 +26,7 @@ from ..measurement import Measurement
 from ..report.progress import Progress
 from ..report.warnings import WarningRecord
 from ..timing.callables import measure
+from ..units import format_bytes
 from . import kernels
 from .model import DTYPES, LEVELS, UNSETTLED, Placement, Roofline, workload_threads
 
@@ -174,11 +175,14 @@ def _table_deviation(name: str, best: kernels.PeakResult,
                       "(it varies under load)")
     else:
         narrower = [p for isa, p in per_width.items() if p is not best and p.efficiency]
-        if (best.vector_bits == 512 and not split_512 and narrower
-                and best.gflops < 1.2 * narrower[0].gflops):
+        # Only a narrower path running nearly as fast says the width is wrong: AMX tiles
+        # reach a smaller share of their figure than the vector dot products of theirs, at
+        # several times the rate.
+        close = [p for p in narrower if best.gflops < 1.2 * p.gflops]
+        if best.vector_bits == 512 and not split_512 and close:
             causes.append("zmm ran no faster than ymm: this core may split 512-bit FMAs or "
                           "have one 512-bit FMA unit (the wrong width for the table's row)")
-        elif narrower and max(p.efficiency or 0 for p in narrower) > efficiency + 0.1:
+        elif close and max(p.efficiency or 0 for p in close) > efficiency + 0.1:
             causes.append("the narrower width came closer to its figure: the wrong width "
                           "was chosen")
         if _core.cpu_features().hypervisor:
@@ -354,7 +358,7 @@ def calibrate(threads: int | None = None, dtypes: Iterable[str] = DTYPES, quick:
                       if best.expected_flops_per_cycle > 0 else ", no expected figure")
             notes.append(f"{name}: {best.flops_per_cycle:.1f} {unit}/cycle per core{expect} "
                          f"({best.instruction}, core at {best.core_hz / 1e9:.2f} GHz"
-                         + (f"; the faster width, against {others} GFLOP/s" if others else "")
+                         + (f"; the faster width, against {others} G{unit}/s" if others else "")
                          + ")")
             deviation = _table_deviation(name, best, per_width, nthreads, arch.split_512)
             if deviation:
@@ -416,6 +420,13 @@ def calibrate(threads: int | None = None, dtypes: Iterable[str] = DTYPES, quick:
         # The plateau: the best size of the level (smaller sizes pay loop overheads, larger
         # ones spill into the next level).
         memory[level] = max(values)
+    for faster, slower in zip(LEVELS, LEVELS[1:]):
+        if memory[faster] <= memory[slower] * (1 + AGREE_WITHIN):
+            tried = ", ".join(format_bytes(n) for n, _, lv in sweep if lv == faster)
+            notes.append(f"{faster} measured {memory[faster]:,.1f} GB/s, no faster than "
+                         f"{slower} ({memory[slower]:,.1f}): at the sizes tried ({tried}) the "
+                         f"{faster} this CPU reports behaved as {slower} (a cache shared with "
+                         "other tenants, as in a VM, or larger than these threads' share)")
     # An FMA+ADD mix that gains nothing is not a separate ceiling.
     for dt in dts:
         if compute[f"fma+add {dt}"] < compute[f"fma {dt}"] * 1.02:

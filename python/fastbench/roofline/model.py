@@ -44,7 +44,7 @@ ABOVE_ROOF_TOLERANCE = 0.05
 # the compute ceiling was measured with narrower vectors than the CPU (and so the code) may
 # use; the data sits in a faster memory level than the one judged against; the FLOP or
 # byte count passed in is wrong.
-ABOVE_ROOF_CAUSES = ("narrower-vectors", "faster-level", "wrong-count")
+ABOVE_ROOF_CAUSES = ("narrower-vectors", "faster-level", "wrong-count", "level-no-faster")
 # A working set within this factor of a cache's size still has part of itself in that cache
 # between sweeps (LRU keeps the most recent lines): fewer bytes reach the level judged
 # against than were counted. A numpy triad over 3 x 32 MiB (96 MiB) on a 32 MiB L3 placed
@@ -383,6 +383,17 @@ class Roofline(TextLines):
                        "FLOPs, once; do not count work the code skips).")
             return tuple(causes), why
         capacities = self.level_capacities()
+        below = LEVELS[LEVELS.index(level) + 1:] if level in LEVELS else ()  # slower levels
+        ceiling_bw = self.memory.get(level)
+        slower = [lv for lv in below if ceiling_bw is not None
+                  and self.memory.get(lv, 0.0) >= ceiling_bw]
+        if slower:
+            causes.append(ABOVE_ROOF_CAUSES[3])
+            why.append(f"the {level} ceiling ({ceiling_bw:,.1f} GB/s) is no faster than "
+                       f"{slower[0]}'s ({self.memory[slower[0]]:,.1f} GB/s): at the sizes the "
+                       f"calibration tried, the {level} this CPU reports behaved as memory (a "
+                       "cache shared with other tenants, as in a VM, or larger than these "
+                       "threads' share), so the point may be right and the ceiling low.")
         above = LEVELS[:LEVELS.index(level)] if level in LEVELS else ()  # faster levels
         faster = [lv for lv in above if lv in capacities]
         if ws is not None:
