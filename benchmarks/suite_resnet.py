@@ -13,9 +13,11 @@ variant (the script says so).
 Printed per model: the suite's table and Pareto front (latency, accuracy); the suite's timed
 wall time; then, for the sequential anchor given the same wall time, each candidate's median
 interval width and speedup interval width next to the suite's (the sequential speedup is
-unpaired: ratio of medians, bootstrap interval; the suite's is paired on its rounds).
-Target: the suite's intervals at least as narrow for the same wall time. Needs torch. Run on a
-quiet machine: python benchmarks/suite_resnet.py [--threads 1] [--settle 1] [--quick]
+unpaired: ratio of medians, bootstrap interval; the suite's is paired on its rounds: the
+Hodges-Lehmann estimate with its signed-rank interval, or with --estimator median the
+median with its sign-test interval). Target: the suite's intervals at least as narrow for
+the same wall time. Needs torch. Run on a quiet machine:
+python benchmarks/suite_resnet.py [--threads 1] [--settle 1] [--estimator median] [--quick]
 """
 
 from __future__ import annotations
@@ -114,7 +116,7 @@ def _one(label: str, model: torch.nn.Module, shape: tuple[int, ...], four_d: boo
     result = run(variants, inputs, baseline="fp32", eval_data=(xs, labels),
                  variant_inputs=variant_inputs, allow=allow, batch_sizes=[batch, 4 * batch],
                  rounds=args.rounds, duration_s=args.duration, max_time_s=600.0,
-                 settle_calls=args.settle)
+                 settle_calls=args.settle, estimator=args.estimator)
     wall = time.perf_counter() - t0
     print(result)
     front = result.pareto(("latency", "accuracy"))
@@ -166,6 +168,10 @@ def main() -> None:
     parser.add_argument("--duration", type=float, default=2.0)
     parser.add_argument("--settle", type=int, default=0,
                         help="untimed calls of a variant before its timed one in each round")
+    parser.add_argument("--estimator", choices=["hodges-lehmann", "median"],
+                        default="hodges-lehmann",
+                        help="the suite's speedup from the rounds (median: the sign-test "
+                             "interval compare gives)")
     parser.add_argument("--quick", action="store_true", help="fewer rounds (a smoke run)")
     args = parser.parse_args()
     if args.quick:
