@@ -177,15 +177,21 @@ def test_working_sets_come_from_the_cache_sizes(monkeypatch: pytest.MonkeyPatch)
             CacheLevel(2, "Unified", 512 * kib, 64, 2), CacheLevel(3, "Unified", 64 * mib, 64, 4)]
     monkeypatch.setattr(calibration, "caches", lambda: fake)
     # 2 threads: L1 and L2 hold one slice per thread; the L3 shared by 4 CPUs gives these
-    # 2 threads half of it (32 MiB); DRAM is the larger of 256 MiB and 8 x L3.
+    # 2 threads half of it (32 MiB); DRAM is 8 x L3 within [256 MiB, 1 GiB].
     assert calibration._level_sizes(2, quick=False) == {
         "L1": [16 * kib, 32 * kib],                    # a quarter and a half of L1, x2
         "L2": [256 * kib, 512 * kib],                  # max(2 L1, L2 / 4) x2, L2 / 2 x2
         "L3": [4 * mib, 32 * mib // 3],                # max(2 L2 x2, 32 MiB / 8), 32 MiB / 3
         "DRAM": [512 * mib],
     }
+    # Quick: the larger size in L1 and L2, the smaller in L3 (a shared L3 holds less).
     assert calibration._level_sizes(2, quick=True) == {
-        "L1": [32 * kib], "L2": [512 * kib], "L3": [32 * mib // 3], "DRAM": [512 * mib]}
+        "L1": [32 * kib], "L2": [512 * kib], "L3": [4 * mib], "DRAM": [512 * mib]}
+    # A VM reporting its host's 480 MiB L3 as its own: DRAM stops at 1 GiB, not 3.75 GiB.
+    big = fake[:3] + [CacheLevel(3, "Unified", 480 * mib, 64, 2)]
+    monkeypatch.setattr(calibration, "caches", lambda: big)
+    sizes = calibration._level_sizes(2, quick=True)
+    assert sizes["DRAM"] == [1 << 30] and sizes["L3"] == [60 * mib]
 
 
 def test_gemm_ceiling_is_the_median_of_the_native_timing_loop(

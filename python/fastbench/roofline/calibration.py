@@ -39,9 +39,14 @@ __all__ = ["AGREE_WITHIN", "CACHE_VERSION", "MAX_READINGS", "Progress", "TABLE_A
 # 3: every ceiling is read until two readings agree; unsettled ones carry warnings.
 # 4: FMA peaks on both register widths (the faster kept), bf16 and int8 dot ceilings.
 # 5: L1 and L2 triads on both register widths (the faster kept); each ceiling's ISA recorded.
-CACHE_VERSION = 5
-# The DRAM working set: far beyond any last-level cache, whatever the machine reports.
+# 6: bf16 and int8 ceilings on AMX tiles; quick L3 at its smaller size; DRAM at most 1 GiB.
+CACHE_VERSION = 6
+# The DRAM working set: far beyond any last-level cache, whatever the machine reports: 8x
+# the L3, within these bounds. A VM reporting its host's 480 MiB L3 made 8x of it 3.75 GiB,
+# whose allocation and first touch alone took seconds of a quick calibration; twice an L3
+# shared with other tenants already measures memory.
 _DRAM_MIN_BYTES = 256 << 20
+_DRAM_MAX_BYTES = 1 << 30
 # One reading of a ceiling is not enough: on a shared machine single quick readings of one
 # 2-thread float32 FMA ceiling came out 205, 153, 142 and 276 GFLOP/s, and the first one
 # cached would have been reused ever after. So each ceiling is read until two readings
@@ -85,10 +90,13 @@ def _level_sizes(threads: int, quick: bool) -> dict[str, list[int]]:
         "L1": [l1 // 4 * threads, l1 // 2 * threads],
         "L2": [max(2 * l1, l2 // 4) * threads, l2 // 2 * threads],
         "L3": [max(2 * l2 * threads, per_l3 // 8), per_l3 // 3],
-        "DRAM": [max(_DRAM_MIN_BYTES, 8 * l3)],
+        "DRAM": [max(_DRAM_MIN_BYTES, min(8 * l3, _DRAM_MAX_BYTES))],
     }
     if quick:
-        plan = {k: v[-1:] for k, v in plan.items()}
+        # One size a level: the larger in L1 and L2 (less loop overhead a byte), the smaller
+        # in L3, where a shared cache holds less than it reports (a VM's 480 MiB L3 measured
+        # 58 GB/s at 60 MiB and DRAM's 28 at 160 MiB).
+        plan = {k: v[:1] if k == "L3" else v[-1:] for k, v in plan.items()}
     return plan
 
 
