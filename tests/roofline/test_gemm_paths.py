@@ -160,9 +160,10 @@ def test_gemm_bf16_vdpbf16ps_path_matches_the_rounded_float_product(m: int, n: i
         _gemm_bf16_against_reference(m, n, k, threads)
 
 
-# Around the 32x32 tile block and the 32-value chunks of k, and past a k block (256 here).
+# Around the 32x32 tile block and the 32-value chunks of k, past a k sub-block (256), and
+# past a k block (4096: the next block adds to what the first wrote).
 TILE_SHAPES = [(32, 32, 32), (31, 33, 63), (33, 31, 65), (1, 1, 1), (64, 96, 288),
-               (65, 95, 257), (5, 200, 700), (200, 5, 31)]
+               (65, 95, 257), (5, 200, 700), (200, 5, 31), (40, 33, 4200)]
 
 
 @pytest.mark.skipif(not HAS_TILES, reason="no AMX tiles on this CPU (or no grant of their state)")
@@ -182,7 +183,8 @@ def _on_a_cache_line(rows: int, cols: int) -> np.ndarray:
 
 
 @pytest.mark.skipif(not HAS_TILES, reason="no AMX tiles on this CPU (or no grant of their state)")
-@pytest.mark.parametrize("m,n,k", [(64, 96, 256), (128, 40, 544), (70, 33, 64), (96, 200, 1000)])
+@pytest.mark.parametrize("m,n,k", [(64, 96, 256), (128, 40, 544), (70, 33, 64), (96, 200, 1000),
+                                   (64, 40, 4352)])
 @pytest.mark.parametrize("threads", [1, 2])
 def test_gemm_bf16_tile_path_reads_a_on_cache_lines_in_place(m: int, n: int, k: int,
                                                               threads: int) -> None:
