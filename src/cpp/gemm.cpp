@@ -5,7 +5,8 @@
 // pair-interleaved packing, or widening to float32), and the split of C among threads. One
 // driver runs the float, double and bf16 products (FloatGemm, Bf16Gemm): each thread owns a
 // tile of C and packs its own panels; a thread done early runs row units left in the others'
-// tiles (claimed by compare-and-swap), so a call does not wait on one slowed vCPU.
+// tiles (claimed by compare-and-swap), so a call does not wait on one slowed vCPU. A tile of
+// few rows on the zmm kernels streams B a sliver at a time instead (gemm_streamed_b).
 #include "gemm.hpp"
 
 #include <algorithm>
@@ -39,6 +40,7 @@ constexpr std::size_t kAlignBytes = 64;
 constexpr double kMinParallelMacs = 64.0 * 64.0 * 64.0;
 
 std::atomic<bool> g_small_units{false};
+std::atomic<bool> g_stream_b{true};
 std::atomic<std::uint64_t> g_units_shared{0};
 
 std::size_t round_down(std::size_t x, std::size_t to) { return x / to * to; }
@@ -213,6 +215,32 @@ void pack_b(std::size_t kc, std::size_t nc, std::size_t lead, const T* b, std::s
   }
 }
 
+// Rows [r0, r1) of one NR-column sliver of B (`cols` of its columns real, the rest zero)
+// into a packed sliver `out` (row p at out + p·NR): the streamed-B path packs a sliver a few
+// rows at a time, between the tiles of the sliver before it (gemm_streamed_b).
+template <std::size_t NR, class T>
+void pack_b_rows(std::size_t r0, std::size_t r1, std::size_t cols, const T* b, std::size_t ldb,
+                 T* out) {
+  for (std::size_t p = r0; p < r1; ++p) {
+    T* dst = out + p * NR;
+    const T* src = b + p * ldb;
+    if (cols == NR) {
+      std::memcpy(dst, src, NR * sizeof(T));
+    } else {
+      for (std::size_t j = 0; j < cols; ++j) dst[j] = src[j];
+      for (std::size_t j = cols; j < NR; ++j) dst[j] = T(0);
+    }
+  }
+}
+
+// Rows of B for a kernel to prefetch into L2 while it runs, spread over its k loop: `rows`
+// rows from `at`, `stride` bytes apart, each the kernel's sliver width (kNr values).
+struct RowPrefetch {
+  const char* at = nullptr;
+  std::size_t stride = 0;
+  std::size_t rows = 0;
+};
+
 // Writes tile columns [col0, cols) of the rows of an mr×nr tile held in `acc` (row stride nr)
 // to C, `c` pointing at the element of tile column col0.
 template <class T>
@@ -241,6 +269,7 @@ struct PortableKernel {
   static constexpr std::size_t kMr = 4;
   static constexpr std::size_t kNr = sizeof(T) == 4 ? 8 : 4;
   static constexpr std::size_t kL1Panels = 1;
+  static constexpr bool kPrefetches = false;
 
   static void run(std::size_t kc, const T* pa, const T* pb, T alpha, T beta, T* c,
                   std::size_t ldc, std::size_t rows, std::size_t col0, std::size_t cols) {
@@ -270,6 +299,7 @@ struct Avx2Kernel {
   static constexpr std::size_t kLanes = V::kLanes;
   static constexpr std::size_t kNr = 2 * kLanes;
   static constexpr std::size_t kL1Panels = 1;
+  static constexpr bool kPrefetches = false;
 
   static void run(std::size_t kc, const T* pa, const T* pb, T alpha, T beta, T* c,
                   std::size_t ldc, std::size_t rows, std::size_t col0, std::size_t cols) {
@@ -366,20 +396,30 @@ struct Avx512Kernel {
   static constexpr std::size_t kLanes = V::kLanes;
   static constexpr std::size_t kNr = NV * kLanes;
   static constexpr std::size_t kL1Panels = 2;
+  static constexpr bool kPrefetches = true;
 
   static void run(std::size_t kc, const T* pa, const T* pb, T alpha, T beta, T* c,
                   std::size_t ldc, std::size_t rows, std::size_t col0, std::size_t cols) {
-    dispatch<1>(rows, kc, pa, pb, alpha, beta, c, ldc, col0, cols);
+    dispatch<1>(rows, kc, pa, pb, alpha, beta, c, ldc, col0, cols, nullptr);
+  }
+  // run, prefetching `pf`'s rows of B into L2 over the k loop.
+  static void run_prefetching(std::size_t kc, const T* pa, const T* pb, T alpha, T beta, T* c,
+                              std::size_t ldc, std::size_t rows, std::size_t col0,
+                              std::size_t cols, const RowPrefetch& pf) {
+    dispatch<1>(rows, kc, pa, pb, alpha, beta, c, ldc, col0, cols, pf.rows > 0 ? &pf : nullptr);
   }
 
   // run_rows<rows>, found by recursion over the row counts 1..MR.
   template <std::size_t R>
   static void dispatch(std::size_t rows, std::size_t kc, const T* pa, const T* pb, T alpha,
-                       T beta, T* c, std::size_t ldc, std::size_t col0, std::size_t cols) {
+                       T beta, T* c, std::size_t ldc, std::size_t col0, std::size_t cols,
+                       const RowPrefetch* pf) {
     if constexpr (R < MR) {
-      if (rows != R) return dispatch<R + 1>(rows, kc, pa, pb, alpha, beta, c, ldc, col0, cols);
+      if (rows != R) {
+        return dispatch<R + 1>(rows, kc, pa, pb, alpha, beta, c, ldc, col0, cols, pf);
+      }
     }
-    run_rows<R>(kc, pa, pb, alpha, beta, c, ldc, col0, cols);
+    run_rows<R>(kc, pa, pb, alpha, beta, c, ldc, col0, cols, pf);
   }
 
   // The k loop alone, its accumulators written to `tile` (R rows of kNr): kept apart from
@@ -387,10 +427,11 @@ struct Avx512Kernel {
   // loop. In one function, GCC 12 ran out of the 32 zmm registers for 8×24 float64 and
   // reloaded a register of B from the stack for every FMA that used it: 82 against 117
   // GFLOP/s with the loop alone (one core, 12-cycle-per-step peak 119, a Golden Cove-class
-  // Xeon).
-  template <std::size_t R>
+  // Xeon). With kPrefetch, one row of `pf` every kc / pf.rows steps is prefetched into L2
+  // (each line of its kNr values; a row that starts inside a line ends in one more).
+  template <std::size_t R, bool kPrefetch>
   __attribute__((target(FASTBENCH_AVX512_TARGET), noinline)) static void accumulate(
-      std::size_t kc, const T* pa, const T* pb, T* tile) {
+      std::size_t kc, const T* pa, const T* pb, T* tile, const RowPrefetch* pf) {
     // Indexed only by constants once the loops over rows unroll, so the accumulators stay
     // in registers.
     Reg acc[R][NV];
@@ -399,8 +440,26 @@ struct Avx512Kernel {
 #pragma GCC unroll 4
       for (std::size_t v = 0; v < NV; ++v) acc[i][v] = V::zero();
     }
+    [[maybe_unused]] const char* row = nullptr;
+    [[maybe_unused]] std::size_t left = 0, every = 1, count = 1, stride = 0;
+    if constexpr (kPrefetch) {
+      row = pf->at;
+      left = pf->rows;
+      stride = pf->stride;
+      every = std::max<std::size_t>(1, kc / left);
+    }
 #pragma GCC unroll 2
     for (std::size_t p = 0; p < kc; ++p) {
+      if constexpr (kPrefetch) {
+        if (left != 0 && --count == 0) {
+          count = every;
+          --left;
+#pragma GCC unroll 4
+          for (std::size_t o = 0; o < kNr * sizeof(T); o += 64) _mm_prefetch(row + o, _MM_HINT_T1);
+          _mm_prefetch(row + kNr * sizeof(T) - 1, _MM_HINT_T1);
+          row += stride;
+        }
+      }
       Reg b[NV];
 #pragma GCC unroll 4
       for (std::size_t v = 0; v < NV; ++v) b[v] = V::load(pb + v * kLanes);
@@ -413,6 +472,12 @@ struct Avx512Kernel {
       pa += kMr;
       pb += kNr;
     }
+    if constexpr (kPrefetch) {  // rows the loop had no step left for
+      for (; left != 0; --left, row += stride) {
+        for (std::size_t o = 0; o < kNr * sizeof(T); o += 64) _mm_prefetch(row + o, _MM_HINT_T1);
+        _mm_prefetch(row + kNr * sizeof(T) - 1, _MM_HINT_T1);
+      }
+    }
 #pragma GCC unroll 16
     for (std::size_t i = 0; i < R; ++i) {
 #pragma GCC unroll 4
@@ -423,14 +488,18 @@ struct Avx512Kernel {
   template <std::size_t R>
   __attribute__((target(FASTBENCH_AVX512_TARGET))) static void run_rows(
       std::size_t kc, const T* pa, const T* pb, T alpha, T beta, T* c, std::size_t ldc,
-      std::size_t col0, std::size_t cols) {
+      std::size_t col0, std::size_t cols, const RowPrefetch* pf) {
     for (std::size_t i = 0; i < R; ++i) {
       for (std::size_t v = 0; v < NV; ++v) {  // one register of C is one cache line
         _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc + v * kLanes), _MM_HINT_T0);
       }
     }
     alignas(64) T tile[kMr * kNr];
-    accumulate<R>(kc, pa, pb, tile);
+    if (pf != nullptr) {
+      accumulate<R, true>(kc, pa, pb, tile, pf);
+    } else {
+      accumulate<R, false>(kc, pa, pb, tile, nullptr);
+    }
     if (col0 != 0 || cols != kNr) {
       store_tile(R, col0, cols, tile, kNr, alpha, beta, c, ldc);
       return;
@@ -636,6 +705,69 @@ void run_unit(const Epoch<P>& e, std::size_t unit, typename P::PackedA* packed_a
   }
 }
 
+// A tile of C whose rows are one unit (m <= mu): the loop nest with pc outside and B
+// streamed a sliver at a time, its packing overlapped with the products. The Goto nest packs
+// a whole kc×nc panel of B before any product runs on it, and with few rows of A the kernels
+// use each packed value only m times: on 64×4096×1024 that packing was a third of the time,
+// spent waiting on B's rows from memory or L3 while the FMA units idled (float64, one thread,
+// perf record). Here A's rows are packed once per k block; each NR-column sliver of B is
+// packed in `tiles` pieces of rows, one after each tile of the sliver before it, and each
+// tile's kernel prefetches the rows of B that the piece after it will copy, so those copies
+// read L2. Two sliver buffers alternate (kc×NR each, in L2 beside A's block).
+// Beyond this many rows each packed value of B serves enough tiles that packing a panel
+// first costs little, and the Goto nest measured as fast or faster: against it, streaming
+// measured 1.10-1.19x on float64 16-128×4096×1024 and 1.02-1.09x on float32, but 0.92-0.98x
+// on float32 256³ and 257×511×129 (one thread, alternating processes, a Golden Cove-class
+// Xeon).
+constexpr std::size_t kStreamMaxRows = 128;
+
+template <class P>
+void gemm_streamed_b(std::size_t m, std::size_t n, std::size_t k, typename P::Out alpha,
+                     const typename P::In* a, std::size_t lda, const typename P::In* b,
+                     std::size_t ldb, typename P::Out beta, typename P::Out* c,
+                     std::size_t ldc, std::size_t kc_max, typename P::PackedA* packed_a) {
+  using Out = typename P::Out;
+  using In = typename P::In;
+  using PackedB = typename P::PackedB;
+  constexpr std::size_t kMr = P::kMr;
+  constexpr std::size_t kNr = P::kNr;
+  const std::size_t slivers = div_up(n, kNr);
+  const std::size_t tiles = div_up(m, kMr);
+  const std::size_t sliver_values = kNr * P::b_step(kc_max);
+  auto buffers = aligned_buffer<PackedB>(2 * sliver_values);
+  for (std::size_t pc = 0; pc < k; pc += kc_max) {
+    const std::size_t kc = std::min(kc_max, k - pc);
+    const Out beta_k = pc == 0 ? beta : Out(1);  // later k blocks add to what the first wrote
+    const In* bk = b + pc * ldb;
+    const std::size_t a_step = P::a_step(kc);
+    const std::size_t piece = div_up(kc, tiles);
+    P::pack_a_block(m, kc, a + pc, lda, packed_a);
+    P::pack_b_rows(0, kc, std::min(kNr, n), bk, ldb, buffers.get());
+    for (std::size_t s = 0; s < slivers; ++s) {
+      if (interrupt_requested()) return;
+      const std::size_t j0 = s * kNr;
+      const std::size_t cols = std::min(kNr, n - j0);
+      const PackedB* current = buffers.get() + (s % 2) * sliver_values;
+      PackedB* next = buffers.get() + ((s + 1) % 2) * sliver_values;
+      const bool more = s + 1 < slivers;
+      const std::size_t next_cols = more ? std::min(kNr, n - j0 - kNr) : 0;
+      const In* next_b = bk + j0 + kNr;
+      for (std::size_t t = 0; t < tiles; ++t) {
+        const std::size_t r0 = std::min(kc, t * piece);
+        const std::size_t r1 = std::min(kc, r0 + piece);
+        RowPrefetch pf;
+        if (more && r1 > r0) {
+          pf = {reinterpret_cast<const char*>(next_b + r0 * ldb), ldb * sizeof(In), r1 - r0};
+        }
+        P::tile_prefetching(kc, packed_a + t * kMr * a_step, current, alpha, beta_k,
+                            c + t * kMr * ldc + j0, ldc, std::min(kMr, m - t * kMr), 0, cols,
+                            pf);
+        if (more) P::pack_b_rows(r0, r1, next_cols, next_b, ldb, next);
+      }
+    }
+  }
+}
+
 // The Goto loop nest on the m×n tile of C that `slot` owns (jc → pc → units of mu rows → jr →
 // ir), publishing each (jc, pc) epoch in the slot so that idle threads can share it; returns
 // once every unit, its own and any taken, is done. Columns are counted from `shift` columns
@@ -649,6 +781,13 @@ void gemm_owned(std::size_t m, std::size_t n, std::size_t k, typename P::Out alp
                 typename P::PackedA* packed_a, ShareSlot<P>& slot) {
   using Out = typename P::Out;
   constexpr std::size_t kNr = P::kNr;
+  if constexpr (P::kStreamB) {
+    if (m <= std::min(mu, kStreamMaxRows) && n > kNr &&
+        g_stream_b.load(std::memory_order_relaxed)) {
+      gemm_streamed_b<P>(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, kc_max, packed_a);
+      return;
+    }
+  }
   const std::size_t shift = P::kShiftColumns ? column_shift(c, ldc, n, kNr) : 0;
   const std::size_t nv = n + shift;  // columns counted from the shifted start
   const std::size_t nc_max = balanced_block(nv, nc_cap, kNr);
@@ -854,6 +993,7 @@ struct FloatGemm {
   static constexpr std::size_t kKUnit = 8;
   static constexpr bool kShiftColumns = true;
   static constexpr bool kBlockKernel = false;
+  static constexpr bool kStreamB = Kernel::kPrefetches;
   static std::size_t a_step(std::size_t kc) { return kc; }
   static std::size_t b_step(std::size_t kc) { return kc; }
   static void pack_a_block(std::size_t mc, std::size_t kc, const T* a, std::size_t lda, T* out) {
@@ -866,6 +1006,19 @@ struct FloatGemm {
   static void tile(std::size_t kc, const T* pa, const T* pb, T alpha, T beta, T* c,
                    std::size_t ldc, std::size_t rows, std::size_t col0, std::size_t cols) {
     Kernel::run(kc, pa, pb, alpha, beta, c, ldc, rows, col0, cols);
+  }
+  static void pack_b_rows(std::size_t r0, std::size_t r1, std::size_t cols, const T* b,
+                          std::size_t ldb, T* out) {
+    fastbench::pack_b_rows<kNr>(r0, r1, cols, b, ldb, out);
+  }
+  static void tile_prefetching(std::size_t kc, const T* pa, const T* pb, T alpha, T beta, T* c,
+                               std::size_t ldc, std::size_t rows, std::size_t col0,
+                               std::size_t cols, const RowPrefetch& pf) {
+    if constexpr (Kernel::kPrefetches) {
+      Kernel::run_prefetching(kc, pa, pb, alpha, beta, c, ldc, rows, col0, cols, pf);
+    } else {
+      Kernel::run(kc, pa, pb, alpha, beta, c, ldc, rows, col0, cols);
+    }
   }
   static GemmBlocking blocking() { return blocking_for(sizeof(T), kMr, kNr, Kernel::kL1Panels); }
   static std::size_t panel_columns(std::size_t /*kc*/, std::size_t nc) { return nc; }
@@ -1155,6 +1308,7 @@ struct Bf16Gemm {
   static constexpr std::size_t kKUnit = 2;
   static constexpr bool kShiftColumns = false;
   static constexpr bool kBlockKernel = false;
+  static constexpr bool kStreamB = false;
   static std::size_t a_step(std::size_t kc) { return div_up(kc, 2); }
   static std::size_t b_step(std::size_t kc) { return 2 * div_up(kc, 2); }
   static void pack_a_block(std::size_t mc, std::size_t kc, const std::uint16_t* a,
@@ -1445,6 +1599,7 @@ struct AmxBf16Gemm {
   static constexpr std::size_t kKUnit = kAmxChunk;
   static constexpr bool kShiftColumns = false;
   static constexpr bool kBlockKernel = true;
+  static constexpr bool kStreamB = false;
   // packed A: one k sub-block of the unit's rows (the driver sizes it mu × a_step(kc)).
   static std::size_t a_step(std::size_t kc) {
     return std::min(round_up(kc, kAmxChunk), kAmxSubChunks * kAmxChunk);
@@ -1562,6 +1717,7 @@ GemmBlocking gemm_blocking(bool f64) {
 
 namespace detail {
 void gemm_small_units(bool on) { g_small_units.store(on, std::memory_order_relaxed); }
+void gemm_stream_b(bool on) { g_stream_b.store(on, std::memory_order_relaxed); }
 void gemm_zmm_at_half_rate(bool on) { g_zmm_at_half_rate.store(on, std::memory_order_relaxed); }
 std::uint64_t gemm_units_shared() { return g_units_shared.load(std::memory_order_relaxed); }
 }  // namespace detail

@@ -53,6 +53,9 @@ namespace detail {
 // Test hook: cut multi-threaded work into units of a few register tiles whatever their cost
 // (process-wide), so that small products exercise the sharing of units between threads.
 void gemm_small_units(bool on);
+// Test hook: whether tiles of at most 128 rows stream B a sliver at a time (the default)
+// rather than packing whole panels first (process-wide), so that tests cover both nests.
+void gemm_stream_b(bool on);
 // Units of a thread's tile run by another thread since the process started.
 std::uint64_t gemm_units_shared();
 // Test hook: run the zmm kernels where AVX-512 is allowed even on a core whose 512-bit FMAs

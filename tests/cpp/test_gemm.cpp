@@ -113,7 +113,9 @@ const Shape kShapes[] = {
     {200, 48, 520}, {61, 199, 13}, {180, 190, 200},
     // Around the zmm tiles (12×32 float, 8×24 double) and a k block of 512.
     {12, 32, 1},   {11, 31, 2},   {13, 33, 513}, {8, 24, 7},   {9, 25, 1},   {25, 97, 40},
-    {1, 64, 9},    {40, 1, 17}};
+    {1, 64, 9},    {40, 1, 17},
+    // Streamed B (at most 128 rows): several k blocks, an edge sliver, 128 rows exactly.
+    {40, 203, 1100}, {128, 70, 530}, {129, 66, 20}};
 
 // Shapes × a rotation of alpha/beta/padding/threads, for one dtype on the current path.
 template <class T>
@@ -161,6 +163,26 @@ void test_portable_dtype() {
 
 void test_avx512_f32() { test_avx512_dtype<float>(); }
 void test_avx512_f64() { test_avx512_dtype<double>(); }
+
+// Restores B streaming for small tiles even when a test body throws.
+struct PanelsOnly {
+  PanelsOnly() { fb::detail::gemm_stream_b(false); }
+  ~PanelsOnly() { fb::detail::gemm_stream_b(true); }
+  PanelsOnly(const PanelsOnly&) = delete;
+  PanelsOnly& operator=(const PanelsOnly&) = delete;
+};
+
+// The shapes of at most 128 rows stream B on the zmm kernels by default; with streaming off
+// they take the Goto nest, which must stay right for them too.
+template <class T>
+void test_avx512_panels_dtype() {
+  SKIP_UNLESS(have_avx512(), "no AVX-512 on this CPU");
+  const ZmmKernels zmm;
+  const PanelsOnly panels;
+  run_shapes<T>();
+}
+void test_avx512_panels_f32() { test_avx512_panels_dtype<float>(); }
+void test_avx512_panels_f64() { test_avx512_panels_dtype<double>(); }
 void test_avx2_f32() { test_avx2_dtype<float>(); }
 void test_avx2_f64() { test_avx2_dtype<double>(); }
 void test_portable_f32() { test_portable_dtype<float>(); }
@@ -641,6 +663,8 @@ void test_speed_note() {
 const Test kTests[] = {
     {"avx512_f32", test_avx512_f32},
     {"avx512_f64", test_avx512_f64},
+    {"avx512_panels_f32", test_avx512_panels_f32},
+    {"avx512_panels_f64", test_avx512_panels_f64},
     {"avx2_f32", test_avx2_f32},
     {"avx2_f64", test_avx2_f64},
     {"portable_f32", test_portable_f32},

@@ -79,6 +79,45 @@ def test_gemm_avx512_path_matches_numpy(dtype: type, m: int, n: int, k: int,
         _gemm_against_numpy(dtype, m, n, k, threads)
 
 
+@contextmanager
+def _panels_only() -> Iterator[None]:
+    """gemm's Goto nest (whole B panels packed first) even for tiles of at most 128 rows."""
+    _core._gemm_stream_b(False)
+    try:
+        yield
+    finally:
+        _core._gemm_stream_b(True)
+
+
+# Tiles of at most 128 rows stream B a sliver at a time on the zmm kernels: several k blocks
+# (512 each), edge slivers, a row count on either side of 128, one and two threads (each
+# thread streams its half of the columns).
+STREAMED = [(64, 1030, 1100), (128, 300, 600), (129, 300, 40), (5, 2049, 513), (100, 33, 7)]
+
+
+@pytest.mark.skipif(not HAS_AVX512, reason="no AVX-512 on this CPU")
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("m,n,k", STREAMED)
+@pytest.mark.parametrize("threads", [1, 2])
+def test_gemm_streamed_b_matches_numpy_and_the_panel_nest(dtype: type, m: int, n: int, k: int,
+                                                          threads: int) -> None:
+    a = RNG.standard_normal((m, k)).astype(dtype)
+    b = RNG.standard_normal((k, n)).astype(dtype)
+    c0 = RNG.standard_normal((m, n)).astype(dtype)
+    with _zmm_kernels():
+        streamed = c0.copy()
+        kernels.gemm(a, b, streamed, alpha=2.0, beta=0.5, threads=threads)
+        with _panels_only():
+            panels = c0.copy()
+            kernels.gemm(a, b, panels, alpha=2.0, beta=0.5, threads=threads)
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    want = 2.0 * (a64 @ b64) + 0.5 * c0
+    scale = 2.0 * (np.abs(a64) @ np.abs(b64)) + 0.5 * np.abs(c0)
+    eps = float(np.finfo(dtype).eps)
+    _check(streamed, want, scale, k, eps)
+    _check(panels, want, scale, k, eps)
+
+
 @pytest.mark.parametrize("cap", ["avx2", "portable"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("threads", [1, 2])
