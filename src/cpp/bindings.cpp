@@ -573,7 +573,7 @@ PYBIND11_MODULE(_core, m) {
   m.def("_gemm_zmm_at_half_rate", &fb::detail::gemm_zmm_at_half_rate, py::arg("on"),
         "Test hook: run gemm's zmm kernels even where 512-bit FMAs are half rate (Zen 4).");
   m.def("_gemm_stream_b", &fb::detail::gemm_stream_b, py::arg("on"),
-        "Test hook: whether tiles of at most 128 rows stream B a sliver at a time (default on).");
+        "Test hook: whether tiles of few rows stream B a sliver at a time (default on).");
   py::class_<fb::GemmBlocking>(m, "GemmBlocking", "Cache and register blocking of gemm.")
       .def_readonly("mc", &fb::GemmBlocking::mc)
       .def_readonly("kc", &fb::GemmBlocking::kc)

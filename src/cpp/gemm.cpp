@@ -6,7 +6,7 @@
 // driver runs the float, double and bf16 products (FloatGemm, Bf16Gemm): each thread owns a
 // tile of C and packs its own panels; a thread done early runs row units left in the others'
 // tiles (claimed by compare-and-swap), so a call does not wait on one slowed vCPU. A tile of
-// few rows on the zmm kernels streams B a sliver at a time instead (gemm_streamed_b).
+// few rows on the SIMD kernels streams B a sliver at a time instead (gemm_streamed_b).
 #include "gemm.hpp"
 
 #include <algorithm>
@@ -241,6 +241,39 @@ struct RowPrefetch {
   std::size_t rows = 0;
 };
 
+#if defined(__x86_64__)
+// A kernel's walk through a RowPrefetch over its k loop of kc steps: step() at each step
+// prefetches the next row every kc / rows steps (each line of its kRowBytes; a row that
+// starts inside a line ends in one more), finish() the rows no step was left for.
+template <std::size_t kRowBytes>
+class RowPrefetcher {
+ public:
+  RowPrefetcher(const RowPrefetch& pf, std::size_t kc)
+      : row_(pf.at), stride_(pf.stride), left_(pf.rows),
+        every_(std::max<std::size_t>(1, kc / std::max<std::size_t>(1, pf.rows))) {}
+  __attribute__((always_inline)) void step() {
+    if (left_ != 0 && --count_ == 0) {
+      count_ = every_;
+      fetch();
+    }
+  }
+  void finish() {
+    while (left_ != 0) fetch();
+  }
+
+ private:
+  __attribute__((always_inline)) void fetch() {
+#pragma GCC unroll 4
+    for (std::size_t o = 0; o < kRowBytes; o += 64) _mm_prefetch(row_ + o, _MM_HINT_T1);
+    _mm_prefetch(row_ + kRowBytes - 1, _MM_HINT_T1);
+    row_ += stride_;
+    --left_;
+  }
+  const char* row_;
+  std::size_t stride_, left_, every_, count_ = 1;
+};
+#endif
+
 // Writes tile columns [col0, cols) of the rows of an mr×nr tile held in `acc` (row stride nr)
 // to C, `c` pointing at the element of tile column col0.
 template <class T>
@@ -269,7 +302,7 @@ struct PortableKernel {
   static constexpr std::size_t kMr = 4;
   static constexpr std::size_t kNr = sizeof(T) == 4 ? 8 : 4;
   static constexpr std::size_t kL1Panels = 1;
-  static constexpr bool kPrefetches = false;
+  static constexpr std::size_t kStreamRows = 0;  // no run_prefetching: B is always packed
 
   static void run(std::size_t kc, const T* pa, const T* pb, T alpha, T beta, T* c,
                   std::size_t ldc, std::size_t rows, std::size_t col0, std::size_t cols) {
@@ -299,17 +332,33 @@ struct Avx2Kernel {
   static constexpr std::size_t kLanes = V::kLanes;
   static constexpr std::size_t kNr = 2 * kLanes;
   static constexpr std::size_t kL1Panels = 1;
-  static constexpr bool kPrefetches = false;
+  // Tiles of at most this many rows stream B (gemm_streamed_b): against packing panels,
+  // 1.02-1.08x on 64×4096×1024 and 1.2-1.35x on 16×4096×1024, but 0.92-0.96x float64 at 96
+  // and 128 rows (one thread, alternating processes, a Golden Cove-class Xeon capped to AVX2).
+  static constexpr std::size_t kStreamRows = 64;
 
   static void run(std::size_t kc, const T* pa, const T* pb, T alpha, T beta, T* c,
                   std::size_t ldc, std::size_t rows, std::size_t col0, std::size_t cols) {
+    dispatch<false>(kc, pa, pb, alpha, beta, c, ldc, rows, col0, cols, nullptr);
+  }
+  // run, prefetching `pf`'s rows of B into L2 over the k loop.
+  static void run_prefetching(std::size_t kc, const T* pa, const T* pb, T alpha, T beta, T* c,
+                              std::size_t ldc, std::size_t rows, std::size_t col0,
+                              std::size_t cols, const RowPrefetch& pf) {
+    if (pf.rows == 0) return run(kc, pa, pb, alpha, beta, c, ldc, rows, col0, cols);
+    dispatch<true>(kc, pa, pb, alpha, beta, c, ldc, rows, col0, cols, &pf);
+  }
+  template <bool kPrefetch>
+  static void dispatch(std::size_t kc, const T* pa, const T* pb, T alpha, T beta, T* c,
+                       std::size_t ldc, std::size_t rows, std::size_t col0, std::size_t cols,
+                       const RowPrefetch* pf) {
     switch (rows) {
-      case 1: return run_rows<1>(kc, pa, pb, alpha, beta, c, ldc, col0, cols);
-      case 2: return run_rows<2>(kc, pa, pb, alpha, beta, c, ldc, col0, cols);
-      case 3: return run_rows<3>(kc, pa, pb, alpha, beta, c, ldc, col0, cols);
-      case 4: return run_rows<4>(kc, pa, pb, alpha, beta, c, ldc, col0, cols);
-      case 5: return run_rows<5>(kc, pa, pb, alpha, beta, c, ldc, col0, cols);
-      default: return run_rows<6>(kc, pa, pb, alpha, beta, c, ldc, col0, cols);
+      case 1: return run_rows<1, kPrefetch>(kc, pa, pb, alpha, beta, c, ldc, col0, cols, pf);
+      case 2: return run_rows<2, kPrefetch>(kc, pa, pb, alpha, beta, c, ldc, col0, cols, pf);
+      case 3: return run_rows<3, kPrefetch>(kc, pa, pb, alpha, beta, c, ldc, col0, cols, pf);
+      case 4: return run_rows<4, kPrefetch>(kc, pa, pb, alpha, beta, c, ldc, col0, cols, pf);
+      case 5: return run_rows<5, kPrefetch>(kc, pa, pb, alpha, beta, c, ldc, col0, cols, pf);
+      default: return run_rows<6, kPrefetch>(kc, pa, pb, alpha, beta, c, ldc, col0, cols, pf);
     }
   }
 
@@ -325,11 +374,12 @@ struct Avx2Kernel {
     }
   }
 
-  template <std::size_t R>
+  template <std::size_t R, bool kPrefetch>
   __attribute__((target("avx2,fma"))) static void run_rows(std::size_t kc, const T* pa,
                                                            const T* pb, T alpha, T beta, T* c,
                                                            std::size_t ldc, std::size_t col0,
-                                                           std::size_t cols) {
+                                                           std::size_t cols,
+                                                           const RowPrefetch* pf) {
     Reg c00 = V::zero(), c01 = V::zero(), c10 = V::zero(), c11 = V::zero();
     Reg c20 = V::zero(), c21 = V::zero(), c30 = V::zero(), c31 = V::zero();
     Reg c40 = V::zero(), c41 = V::zero(), c50 = V::zero(), c51 = V::zero();
@@ -338,8 +388,10 @@ struct Avx2Kernel {
     }
     // Unrolled so the loop overhead hides between the FMAs; the accumulators are named
     // variables (not an array) so that they stay in registers.
+    [[maybe_unused]] RowPrefetcher<kNr * sizeof(T)> fetch(kPrefetch ? *pf : RowPrefetch{}, kc);
 #pragma GCC unroll 4
     for (std::size_t p = 0; p < kc; ++p) {
+      if constexpr (kPrefetch) fetch.step();
       const Reg b0 = V::load(pb);
       const Reg b1 = V::load(pb + kLanes);
       row<0, R>(pa, b0, b1, c00, c01);
@@ -351,6 +403,7 @@ struct Avx2Kernel {
       pa += kMr;
       pb += kNr;
     }
+    if constexpr (kPrefetch) fetch.finish();
     const Reg acc[kMr][2] = {{c00, c01}, {c10, c11}, {c20, c21},
                              {c30, c31}, {c40, c41}, {c50, c51}};
     const Reg va = V::set(alpha);
@@ -396,7 +449,13 @@ struct Avx512Kernel {
   static constexpr std::size_t kLanes = V::kLanes;
   static constexpr std::size_t kNr = NV * kLanes;
   static constexpr std::size_t kL1Panels = 2;
-  static constexpr bool kPrefetches = true;
+  // Tiles of at most this many rows stream B (gemm_streamed_b): against packing panels,
+  // 1.10-1.19x on float64 16-128×4096×1024 and 1.02-1.09x on float32, even at 192 rows, but
+  // 0.92-0.98x on float32 256³ and 257×511×129 (one thread, alternating processes, a Golden
+  // Cove-class Xeon). Each packed value of B serves more tiles as rows grow, so packing a
+  // panel first costs less; a zmm tile does twice a ymm tile's work per value of B, so the
+  // threshold sits higher than Avx2Kernel's.
+  static constexpr std::size_t kStreamRows = 128;
 
   static void run(std::size_t kc, const T* pa, const T* pb, T alpha, T beta, T* c,
                   std::size_t ldc, std::size_t rows, std::size_t col0, std::size_t cols) {
@@ -427,8 +486,7 @@ struct Avx512Kernel {
   // loop. In one function, GCC 12 ran out of the 32 zmm registers for 8×24 float64 and
   // reloaded a register of B from the stack for every FMA that used it: 82 against 117
   // GFLOP/s with the loop alone (one core, 12-cycle-per-step peak 119, a Golden Cove-class
-  // Xeon). With kPrefetch, one row of `pf` every kc / pf.rows steps is prefetched into L2
-  // (each line of its kNr values; a row that starts inside a line ends in one more).
+  // Xeon). With kPrefetch, `pf`'s rows are prefetched over the loop (RowPrefetcher).
   template <std::size_t R, bool kPrefetch>
   __attribute__((target(FASTBENCH_AVX512_TARGET), noinline)) static void accumulate(
       std::size_t kc, const T* pa, const T* pb, T* tile, const RowPrefetch* pf) {
@@ -440,26 +498,10 @@ struct Avx512Kernel {
 #pragma GCC unroll 4
       for (std::size_t v = 0; v < NV; ++v) acc[i][v] = V::zero();
     }
-    [[maybe_unused]] const char* row = nullptr;
-    [[maybe_unused]] std::size_t left = 0, every = 1, count = 1, stride = 0;
-    if constexpr (kPrefetch) {
-      row = pf->at;
-      left = pf->rows;
-      stride = pf->stride;
-      every = std::max<std::size_t>(1, kc / left);
-    }
+    [[maybe_unused]] RowPrefetcher<kNr * sizeof(T)> fetch(kPrefetch ? *pf : RowPrefetch{}, kc);
 #pragma GCC unroll 2
     for (std::size_t p = 0; p < kc; ++p) {
-      if constexpr (kPrefetch) {
-        if (left != 0 && --count == 0) {
-          count = every;
-          --left;
-#pragma GCC unroll 4
-          for (std::size_t o = 0; o < kNr * sizeof(T); o += 64) _mm_prefetch(row + o, _MM_HINT_T1);
-          _mm_prefetch(row + kNr * sizeof(T) - 1, _MM_HINT_T1);
-          row += stride;
-        }
-      }
+      if constexpr (kPrefetch) fetch.step();
       Reg b[NV];
 #pragma GCC unroll 4
       for (std::size_t v = 0; v < NV; ++v) b[v] = V::load(pb + v * kLanes);
@@ -472,12 +514,7 @@ struct Avx512Kernel {
       pa += kMr;
       pb += kNr;
     }
-    if constexpr (kPrefetch) {  // rows the loop had no step left for
-      for (; left != 0; --left, row += stride) {
-        for (std::size_t o = 0; o < kNr * sizeof(T); o += 64) _mm_prefetch(row + o, _MM_HINT_T1);
-        _mm_prefetch(row + kNr * sizeof(T) - 1, _MM_HINT_T1);
-      }
-    }
+    if constexpr (kPrefetch) fetch.finish();
 #pragma GCC unroll 16
     for (std::size_t i = 0; i < R; ++i) {
 #pragma GCC unroll 4
@@ -705,7 +742,7 @@ void run_unit(const Epoch<P>& e, std::size_t unit, typename P::PackedA* packed_a
   }
 }
 
-// A tile of C whose rows are one unit (m <= mu): the loop nest with pc outside and B
+// A tile of C of at most P::kStreamMaxRows rows, one unit: the loop nest with pc outside and B
 // streamed a sliver at a time, its packing overlapped with the products. The Goto nest packs
 // a whole kc×nc panel of B before any product runs on it, and with few rows of A the kernels
 // use each packed value only m times: on 64×4096×1024 that packing was a third of the time,
@@ -714,13 +751,6 @@ void run_unit(const Epoch<P>& e, std::size_t unit, typename P::PackedA* packed_a
 // packed in `tiles` pieces of rows, one after each tile of the sliver before it, and each
 // tile's kernel prefetches the rows of B that the piece after it will copy, so those copies
 // read L2. Two sliver buffers alternate (kc×NR each, in L2 beside A's block).
-// Beyond this many rows each packed value of B serves enough tiles that packing a panel
-// first costs little, and the Goto nest measured as fast or faster: against it, streaming
-// measured 1.10-1.19x on float64 16-128×4096×1024 and 1.02-1.09x on float32, but 0.92-0.98x
-// on float32 256³ and 257×511×129 (one thread, alternating processes, a Golden Cove-class
-// Xeon).
-constexpr std::size_t kStreamMaxRows = 128;
-
 template <class P>
 void gemm_streamed_b(std::size_t m, std::size_t n, std::size_t k, typename P::Out alpha,
                      const typename P::In* a, std::size_t lda, const typename P::In* b,
@@ -782,7 +812,7 @@ void gemm_owned(std::size_t m, std::size_t n, std::size_t k, typename P::Out alp
   using Out = typename P::Out;
   constexpr std::size_t kNr = P::kNr;
   if constexpr (P::kStreamB) {
-    if (m <= std::min(mu, kStreamMaxRows) && n > kNr &&
+    if (m <= std::min(mu, P::kStreamMaxRows) && n > kNr &&
         g_stream_b.load(std::memory_order_relaxed)) {
       gemm_streamed_b<P>(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, kc_max, packed_a);
       return;
@@ -993,7 +1023,8 @@ struct FloatGemm {
   static constexpr std::size_t kKUnit = 8;
   static constexpr bool kShiftColumns = true;
   static constexpr bool kBlockKernel = false;
-  static constexpr bool kStreamB = Kernel::kPrefetches;
+  static constexpr bool kStreamB = Kernel::kStreamRows > 0;
+  static constexpr std::size_t kStreamMaxRows = Kernel::kStreamRows;
   static std::size_t a_step(std::size_t kc) { return kc; }
   static std::size_t b_step(std::size_t kc) { return kc; }
   static void pack_a_block(std::size_t mc, std::size_t kc, const T* a, std::size_t lda, T* out) {
@@ -1014,7 +1045,7 @@ struct FloatGemm {
   static void tile_prefetching(std::size_t kc, const T* pa, const T* pb, T alpha, T beta, T* c,
                                std::size_t ldc, std::size_t rows, std::size_t col0,
                                std::size_t cols, const RowPrefetch& pf) {
-    if constexpr (Kernel::kPrefetches) {
+    if constexpr (kStreamB) {
       Kernel::run_prefetching(kc, pa, pb, alpha, beta, c, ldc, rows, col0, cols, pf);
     } else {
       Kernel::run(kc, pa, pb, alpha, beta, c, ldc, rows, col0, cols);

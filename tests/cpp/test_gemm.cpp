@@ -114,8 +114,9 @@ const Shape kShapes[] = {
     // Around the zmm tiles (12×32 float, 8×24 double) and a k block of 512.
     {12, 32, 1},   {11, 31, 2},   {13, 33, 513}, {8, 24, 7},   {9, 25, 1},   {25, 97, 40},
     {1, 64, 9},    {40, 1, 17},
-    // Streamed B (at most 128 rows): several k blocks, an edge sliver, 128 rows exactly.
-    {40, 203, 1100}, {128, 70, 530}, {129, 66, 20}};
+    // Streamed B (at most 128 rows on zmm, 64 on AVX2): several k blocks, an edge sliver,
+    // the limits and a row past them.
+    {40, 203, 1100}, {128, 70, 530}, {129, 66, 20}, {64, 35, 600}, {65, 40, 9}};
 
 // Shapes × a rotation of alpha/beta/padding/threads, for one dtype on the current path.
 template <class T>
@@ -172,8 +173,8 @@ struct PanelsOnly {
   PanelsOnly& operator=(const PanelsOnly&) = delete;
 };
 
-// The shapes of at most 128 rows stream B on the zmm kernels by default; with streaming off
-// they take the Goto nest, which must stay right for them too.
+// Shapes of few rows stream B by default (at most 128 rows on the zmm kernels, 64 on the
+// AVX2 ones); with streaming off they take the Goto nest, which must stay right for them too.
 template <class T>
 void test_avx512_panels_dtype() {
   SKIP_UNLESS(have_avx512(), "no AVX-512 on this CPU");
@@ -181,8 +182,17 @@ void test_avx512_panels_dtype() {
   const PanelsOnly panels;
   run_shapes<T>();
 }
+template <class T>
+void test_avx2_panels_dtype() {
+  SKIP_UNLESS(have_avx2(), "no AVX2+FMA on this CPU");
+  const IsaCap cap(fb::Isa::avx2);
+  const PanelsOnly panels;
+  run_shapes<T>();
+}
 void test_avx512_panels_f32() { test_avx512_panels_dtype<float>(); }
 void test_avx512_panels_f64() { test_avx512_panels_dtype<double>(); }
+void test_avx2_panels_f32() { test_avx2_panels_dtype<float>(); }
+void test_avx2_panels_f64() { test_avx2_panels_dtype<double>(); }
 void test_avx2_f32() { test_avx2_dtype<float>(); }
 void test_avx2_f64() { test_avx2_dtype<double>(); }
 void test_portable_f32() { test_portable_dtype<float>(); }
@@ -665,6 +675,8 @@ const Test kTests[] = {
     {"avx512_f64", test_avx512_f64},
     {"avx512_panels_f32", test_avx512_panels_f32},
     {"avx512_panels_f64", test_avx512_panels_f64},
+    {"avx2_panels_f32", test_avx2_panels_f32},
+    {"avx2_panels_f64", test_avx2_panels_f64},
     {"avx2_f32", test_avx2_f32},
     {"avx2_f64", test_avx2_f64},
     {"portable_f32", test_portable_f32},

@@ -81,7 +81,7 @@ def test_gemm_avx512_path_matches_numpy(dtype: type, m: int, n: int, k: int,
 
 @contextmanager
 def _panels_only() -> Iterator[None]:
-    """gemm's Goto nest (whole B panels packed first) even for tiles of at most 128 rows."""
+    """gemm's Goto nest (whole B panels packed first) even for tiles of few rows."""
     _core._gemm_stream_b(False)
     try:
         yield
@@ -89,22 +89,26 @@ def _panels_only() -> Iterator[None]:
         _core._gemm_stream_b(True)
 
 
-# Tiles of at most 128 rows stream B a sliver at a time on the zmm kernels: several k blocks
-# (512 each), edge slivers, a row count on either side of 128, one and two threads (each
-# thread streams its half of the columns).
-STREAMED = [(64, 1030, 1100), (128, 300, 600), (129, 300, 40), (5, 2049, 513), (100, 33, 7)]
+# Tiles of at most 128 rows (zmm kernels) or 64 (AVX2) stream B a sliver at a time: several
+# k blocks (512 each), edge slivers, row counts on either side of both limits, one and two
+# threads (each thread streams its half of the columns).
+STREAMED = [(64, 1030, 1100), (128, 300, 600), (129, 300, 40), (5, 2049, 513), (100, 33, 7),
+            (65, 200, 30)]
 
 
-@pytest.mark.skipif(not HAS_AVX512, reason="no AVX-512 on this CPU")
+@pytest.mark.parametrize("path", ["avx512", "avx2"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("m,n,k", STREAMED)
 @pytest.mark.parametrize("threads", [1, 2])
-def test_gemm_streamed_b_matches_numpy_and_the_panel_nest(dtype: type, m: int, n: int, k: int,
-                                                          threads: int) -> None:
+def test_gemm_streamed_b_matches_numpy_and_the_panel_nest(path: str, dtype: type, m: int, n: int,
+                                                          k: int, threads: int) -> None:
+    if _core.isa_names().index(path) > _core.isa_names().index(_core.best_isa()):
+        pytest.skip(f"no {path} on this CPU")
     a = RNG.standard_normal((m, k)).astype(dtype)
     b = RNG.standard_normal((k, n)).astype(dtype)
     c0 = RNG.standard_normal((m, n)).astype(dtype)
-    with _zmm_kernels():
+    with _isa_capped(path), _zmm_kernels():
+        assert kernels.gemm_isa() == path
         streamed = c0.copy()
         kernels.gemm(a, b, streamed, alpha=2.0, beta=0.5, threads=threads)
         with _panels_only():
