@@ -6,7 +6,7 @@ GEMM against a numpy im2col."""
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Callable, ContextManager, Iterator
 
 import numpy as np
 import pytest
@@ -36,13 +36,18 @@ def _isa_capped(isa: str) -> Iterator[None]:
 
 
 @contextmanager
-def _zmm_kernels() -> Iterator[None]:
-    """gemm's zmm kernels inside the block, even on a core whose 512-bit FMAs are half rate."""
-    _core._gemm_zmm_at_half_rate(True)
+def _hook(setter: Callable[[bool], None], on: bool) -> Iterator[None]:
+    """A process-wide gemm test hook set to ``on`` inside the block, back to ``not on`` after."""
+    setter(on)
     try:
         yield
     finally:
-        _core._gemm_zmm_at_half_rate(False)
+        setter(not on)
+
+
+def _zmm_kernels() -> ContextManager[None]:
+    """gemm's zmm kernels inside the block, even on a core whose 512-bit FMAs are half rate."""
+    return _hook(_core._gemm_zmm_at_half_rate, True)
 
 
 def _bf16_values(bits: np.ndarray) -> np.ndarray:
@@ -79,14 +84,9 @@ def test_gemm_avx512_path_matches_numpy(dtype: type, m: int, n: int, k: int,
         _gemm_against_numpy(dtype, m, n, k, threads)
 
 
-@contextmanager
-def _panels_only() -> Iterator[None]:
+def _panels_only() -> ContextManager[None]:
     """gemm's Goto nest (whole B panels packed first) even for tiles of few rows."""
-    _core._gemm_stream_b(False)
-    try:
-        yield
-    finally:
-        _core._gemm_stream_b(True)
+    return _hook(_core._gemm_stream_b, False)
 
 
 # Tiles of at most 128 rows (zmm kernels) or 64 (AVX2) stream B a sliver at a time: several

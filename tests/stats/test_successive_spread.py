@@ -76,6 +76,17 @@ def test_identical_medians_give_no_spread_but_a_step_is_kept() -> None:
     assert s.sd == pytest.approx(math.sqrt(math.log(1.1) ** 2 / 8.0))
 
 
+def _saved_and_called(log: list[float], pair: list[float]) -> bool:
+    """Saves an A/A pair of single runs to ``log`` and judges it against the spread learned
+    from every run saved so far, as `fastbench compare` does; True if called different."""
+    log += pair
+    s = successive_spread(log)
+    assert s is not None
+    r = compare_runs([pair[0]], [pair[1]], alpha=ALPHA, min_effect=0.0,
+                     run_variation=s.sd, variation_df=s.df)
+    return r.verdict in ("faster", "slower")
+
+
 def _learned_aa_calls(rng: np.random.Generator, pairs: int, sd: float, drift: float) -> int:
     """Verdicts ("faster" or "slower") over ``pairs`` A/A pairs saved one after the other,
     each pair judged against the spread learned from every run saved so far, as `fastbench
@@ -89,12 +100,7 @@ def _learned_aa_calls(rng: np.random.Generator, pairs: int, sd: float, drift: fl
         for _ in range(2):
             level += rng.normal(0.0, drift)
             pair.append(1000.0 * math.exp(level + rng.normal(0.0, sd)))
-        log += pair
-        s = successive_spread(log)
-        assert s is not None
-        r = compare_runs([pair[0]], [pair[1]], alpha=ALPHA, min_effect=0.0,
-                         run_variation=s.sd, variation_df=s.df)
-        calls += r.verdict in ("faster", "slower")
+        calls += _saved_and_called(log, pair)
     return calls
 
 
@@ -134,13 +140,7 @@ def test_single_run_aa_pairs_on_a_moded_host_keep_the_false_positive_rate() -> N
     for _ in range(100):
         log: list[float] = []
         for _ in range(20):
-            pair = list(_moded_runs(rng, 2))
-            log += pair
-            s = successive_spread(log)
-            assert s is not None
-            r = compare_runs([pair[0]], [pair[1]], alpha=ALPHA, min_effect=0.0,
-                             run_variation=s.sd, variation_df=s.df)
-            calls += r.verdict in ("faster", "slower")
+            calls += _saved_and_called(log, list(_moded_runs(rng, 2)))
             trials += 1
     assert calls / trials <= float(sps.binom.ppf(0.9999, trials, ALPHA)) / trials
 
