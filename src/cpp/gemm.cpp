@@ -811,7 +811,7 @@ void gemm_owned(std::size_t m, std::size_t n, std::size_t k, typename P::Out alp
                 typename P::PackedA* packed_a, ShareSlot<P>& slot) {
   using Out = typename P::Out;
   constexpr std::size_t kNr = P::kNr;
-  if constexpr (P::kStreamB) {
+  if constexpr (P::kStreamMaxRows > 0) {
     if (m <= std::min(mu, P::kStreamMaxRows) && n > kNr &&
         g_stream_b.load(std::memory_order_relaxed)) {
       gemm_streamed_b<P>(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, kc_max, packed_a);
@@ -1023,8 +1023,7 @@ struct FloatGemm {
   static constexpr std::size_t kKUnit = 8;
   static constexpr bool kShiftColumns = true;
   static constexpr bool kBlockKernel = false;
-  static constexpr bool kStreamB = Kernel::kStreamRows > 0;
-  static constexpr std::size_t kStreamMaxRows = Kernel::kStreamRows;
+  static constexpr std::size_t kStreamMaxRows = Kernel::kStreamRows;  // 0: never streamed
   static std::size_t a_step(std::size_t kc) { return kc; }
   static std::size_t b_step(std::size_t kc) { return kc; }
   static void pack_a_block(std::size_t mc, std::size_t kc, const T* a, std::size_t lda, T* out) {
@@ -1045,11 +1044,7 @@ struct FloatGemm {
   static void tile_prefetching(std::size_t kc, const T* pa, const T* pb, T alpha, T beta, T* c,
                                std::size_t ldc, std::size_t rows, std::size_t col0,
                                std::size_t cols, const RowPrefetch& pf) {
-    if constexpr (kStreamB) {
-      Kernel::run_prefetching(kc, pa, pb, alpha, beta, c, ldc, rows, col0, cols, pf);
-    } else {
-      Kernel::run(kc, pa, pb, alpha, beta, c, ldc, rows, col0, cols);
-    }
+    Kernel::run_prefetching(kc, pa, pb, alpha, beta, c, ldc, rows, col0, cols, pf);
   }
   static GemmBlocking blocking() { return blocking_for(sizeof(T), kMr, kNr, Kernel::kL1Panels); }
   static std::size_t panel_columns(std::size_t /*kc*/, std::size_t nc) { return nc; }
@@ -1339,7 +1334,7 @@ struct Bf16Gemm {
   static constexpr std::size_t kKUnit = 2;
   static constexpr bool kShiftColumns = false;
   static constexpr bool kBlockKernel = false;
-  static constexpr bool kStreamB = false;
+  static constexpr std::size_t kStreamMaxRows = 0;
   static std::size_t a_step(std::size_t kc) { return div_up(kc, 2); }
   static std::size_t b_step(std::size_t kc) { return 2 * div_up(kc, 2); }
   static void pack_a_block(std::size_t mc, std::size_t kc, const std::uint16_t* a,
@@ -1630,7 +1625,7 @@ struct AmxBf16Gemm {
   static constexpr std::size_t kKUnit = kAmxChunk;
   static constexpr bool kShiftColumns = false;
   static constexpr bool kBlockKernel = true;
-  static constexpr bool kStreamB = false;
+  static constexpr std::size_t kStreamMaxRows = 0;
   // packed A: one k sub-block of the unit's rows (the driver sizes it mu × a_step(kc)).
   static std::size_t a_step(std::size_t kc) {
     return std::min(round_up(kc, kAmxChunk), kAmxSubChunks * kAmxChunk);
