@@ -253,10 +253,10 @@ def test_time_between_ops_belongs_to_the_running_module_forward_and_backward(
             assert abs(got.sum() - truth.sum()) / steps_total < 0.02, (name, phase)
             # The body and the calls around it: the module call (here 30-100 µs from the
             # model's call to the first body, without the profiler, and several times that on
-            # a loaded host) or the engine's node; time given to the wrong module or phase
-            # would move it by a whole spin of another (2 ms or more).
-            assert -50e-6 < np.median(got - truth) < 1e-3 * min(MS) / 2, (name, phase, got,
-                                                                           truth)
+            # a loaded host) or the engine's node, less the observer's calibrated cost (which
+            # on a loaded host can exceed what the ops cost: -178 µs seen); time given to the
+            # wrong module or phase would move it by a whole spin of another (2 ms or more).
+            assert abs(np.median(got - truth)) < 1e-3 * min(MS) / 2, (name, phase, got, truth)
 
 
 def _true_module_times(ms: tuple[float, ...], calls: int = 15) -> list[float]:
