@@ -1409,36 +1409,45 @@ struct AmxA {
   std::size_t half;
 };
 
+// Rows p and p + 1 of B (of kc) at the 32 columns of sliver `s` (of nc) into 64 values at
+// `dst`, B[p][j] and B[p+1][j] side by side; zeros past nc and kc.
+void pack_b_amx_pair(const std::uint16_t* b, std::size_t ldb, std::size_t kc, std::size_t nc,
+                     std::size_t s, std::size_t p, std::uint16_t* dst) {
+  const std::size_t j0 = s * 32, cols = std::min<std::size_t>(32, nc - j0);
+  const std::uint16_t* r0 = p < kc ? b + p * ldb + j0 : nullptr;
+  const std::uint16_t* r1 = p + 1 < kc ? r0 + ldb : nullptr;
+  if (cols == 32 && r1 != nullptr) {
+    interleave32(r0, r1, dst);
+    return;
+  }
+  for (std::size_t j = 0; j < 32; ++j) {
+    dst[2 * j] = r0 != nullptr && j < cols ? r0[j] : 0;
+    dst[2 * j + 1] = r1 != nullptr && j < cols ? r1[j] : 0;
+  }
+}
+
 // B rows [0, kc) × columns [0, nc) into 32-column slivers of pair-interleaved chunks (16
 // pairs of k rows × 32 columns, 2 KiB: B[2q][j], B[2q+1][j] side by side), the layout of
-// pack_b_bf16<32, 16>; zeros past nc and kc. Chunk by chunk of k, each sliver's chunk
-// written whole from the chunk's 32 rows of B read side by side: a pair of rows scattered
-// over every sliver (2 KiB writes a sliver apart) took most of a 64×4096×1024 product.
+// pack_b_bf16<32, 16>; zeros past nc and kc. Chunk by chunk of k, two slivers at a time, each
+// pair of rows read 128 bytes at a time: the chunk's 32 rows advance together, in streams
+// the hardware prefetchers follow. A pair of rows read across every sliver (scattered 2 KiB
+// writes a sliver apart) took most of a 64×4096×1024 product. One sliver at a time with a
+// software prefetch of the next chunk's rows ran 64×4096×1024 at 0.83-0.87x torch's speed
+// and 32×4096×1024 at 0.74-0.78x, against 0.89-0.93x and 0.85-0.86x this way (one thread,
+// 1024^3 unchanged). Every software prefetch tried here made it slower: the reads are bound
+// by the misses in flight, and a prefetch takes one of them.
 void pack_b_amx(std::size_t kc, std::size_t nc, const std::uint16_t* b, std::size_t ldb,
                 std::uint16_t* out) {
+  constexpr std::size_t kGroup = 2;  // slivers read side by side
   const std::size_t chunks = div_up(kc, kAmxChunk);
-  const std::size_t slivers = div_up(nc, 32), full = nc / 32;
+  const std::size_t slivers = div_up(nc, 32);
   for (std::size_t ch = 0; ch < chunks; ++ch) {
-    for (std::size_t s = 0; s < slivers; ++s) {
-      std::uint16_t* dst = out + (s * chunks + ch) * kAmxChunkElems;
-      const std::size_t j0 = s * 32, cols = std::min<std::size_t>(32, nc - j0);
-      // The next chunk's rows at these columns, a chunk ahead (32 row streams are more than
-      // the hardware prefetchers follow).
-      const std::size_t next = (ch + 1) * kAmxChunk;
-      for (std::size_t p = next; p < std::min(kc, next + kAmxChunk); ++p) {
-        _mm_prefetch(reinterpret_cast<const char*>(b + p * ldb + j0), _MM_HINT_T0);
-      }
-      for (std::size_t q = 0; q < 16; ++q, dst += 64) {
-        const std::size_t p = ch * kAmxChunk + 2 * q;
-        const std::uint16_t* r0 = p < kc ? b + p * ldb + j0 : nullptr;
-        const std::uint16_t* r1 = p + 1 < kc ? r0 + ldb : nullptr;
-        if (s < full && r1 != nullptr) {
-          interleave32(r0, r1, dst);
-          continue;
-        }
-        for (std::size_t j = 0; j < 32; ++j) {
-          dst[2 * j] = r0 != nullptr && j < cols ? r0[j] : 0;
-          dst[2 * j + 1] = r1 != nullptr && j < cols ? r1[j] : 0;
+    for (std::size_t g = 0; g < slivers; g += kGroup) {
+      const std::size_t g1 = std::min(slivers, g + kGroup);
+      for (std::size_t q = 0; q < 16; ++q) {
+        for (std::size_t s = g; s < g1; ++s) {
+          pack_b_amx_pair(b, ldb, kc, nc, s, ch * kAmxChunk + 2 * q,
+                          out + (s * chunks + ch) * kAmxChunkElems + q * 64);
         }
       }
     }
