@@ -1433,7 +1433,7 @@ void pack_b_amx_pair(const std::uint16_t* b, std::size_t ldb, std::size_t kc, st
 // the hardware prefetchers follow. A pair of rows read across every sliver (scattered 2 KiB
 // writes a sliver apart) took most of a 64×4096×1024 product. One sliver at a time with a
 // software prefetch of the next chunk's rows ran 64×4096×1024 at 0.83-0.87x torch's speed
-// and 32×4096×1024 at 0.74-0.78x, against 0.89-0.93x and 0.85-0.86x this way (one thread,
+// and 32×4096×1024 at 0.74-0.78x, against 0.89-0.93x and 0.83-0.87x this way (one thread,
 // 1024^3 unchanged). Every software prefetch tried here made it slower: the reads are bound
 // by the misses in flight, and a prefetch takes one of them.
 void pack_b_amx(std::size_t kc, std::size_t nc, const std::uint16_t* b, std::size_t ldb,
