@@ -231,23 +231,42 @@ def test_md1_mean_wait_matches_pollaczek_khinchine(rho: float) -> None:
     # and Wq = lambda E[S^2] / (2 (1 - rho)), the Pollaczek-Khinchine mean for any service
     # distribution. On a quiet host the service is constant and this is the M/D/1 value
     # exactly; a busy host that stretches some services (the thread preempted inside the
-    # spin) moves the oracle with the queue instead of failing it.
+    # spin) or starts some late (below) moves the oracle with the queue instead of failing
+    # it. A host so busy that the server is held for more than 95% of the time leaves no
+    # steady state to predict, and the test says so.
     res = _md1_run(rho)
-    service = (np.asarray(res.finishes_ns, dtype=np.float64)
-               - np.asarray(res.starts_ns, dtype=np.float64)) / 1e9
+    starts_s = np.asarray(res.starts_ns, dtype=np.float64) / 1e9
+    finishes_s = np.asarray(res.finishes_ns, dtype=np.float64) / 1e9
+    arrivals_s = np.asarray(res.arrivals_ns, dtype=np.float64) / 1e9
+    issues_s = np.asarray(res.issues_ns, dtype=np.float64) / 1e9
+    service = finishes_s - starts_s
     s = float(np.mean(service))
     lam = res.achieved_rate_qps
-    rho_a = lam * s
-    assert rho_a < 0.95, f"the host stretched the service to a load of {rho_a:.2f}"
-    wq = lam * float(np.mean(service ** 2)) / (2 * (1 - rho_a))
-    arrivals_s = np.asarray(res.arrivals_ns, dtype=np.float64) / 1e9
+    # The server's delay in starting a query it could start: from the latest of its arrival,
+    # its issue and the previous finish to its start. On a quiet host a few microseconds (the
+    # loop, the queue, the clock). A busy host that keeps the server thread off its core (a
+    # late wake-up, a preemption between two queries) adds that to this query's wait and,
+    # like a longer service, to the waits behind it: the oracle counts each query's delay as
+    # part of its service and adds the mean delay to the wait. Most starts must still be
+    # prompt, or the harness itself is slow to serve.
+    ready_s = np.maximum(np.maximum(arrivals_s, issues_s),
+                         np.concatenate(([-np.inf], finishes_s[:-1])))
+    delay = starts_s - ready_s
+    assert float(np.median(delay)) < 0.05 * s, float(np.median(delay))
+    held = service + delay
+    rho_held = lam * float(np.mean(held))
+    if rho_held >= 0.95:  # no steady state: nothing for Pollaczek-Khinchine to predict
+        pytest.skip(f"the host held the server for a load of {rho_held:.2f} (services "
+                    f"{s * 1e3:.3f} ms on average, starts {float(np.mean(delay)) * 1e6:.0f} us "
+                    "late): the queue had no steady state")
+    wq = lam * float(np.mean(held ** 2)) / (2 * (1 - rho_held)) + float(np.mean(delay))
     # These arrivals themselves (fixed seed) give the ideal queue a mean wait near theory:
     # what is left of the 20% below is for the harness and the host.
-    assert abs(_lindley_mean_wait(arrivals_s, s) / (rho_a * s / (2 * (1 - rho_a))) - 1) < 0.10
+    rho_s = lam * s
+    assert abs(_lindley_mean_wait(arrivals_s, s) / (rho_s * s / (2 * (1 - rho_s))) - 1) < 0.10
     # A host that holds up the feeding thread (a query issued milliseconds late, the ones
     # behind it bunched) adds what the same queue gives with those issue times over what it
     # gives on schedule; on a quiet host the issues are on time and this is 0.
-    issues_s = np.asarray(res.issues_ns, dtype=np.float64) / 1e9
     late = _fifo_mean_wait(arrivals_s, issues_s, s) - _fifo_mean_wait(arrivals_s, arrivals_s, s)
     assert late >= 0
     assert abs((res.mean_wait_ns / 1e9) / (wq + late) - 1) < 0.20, (late, res.lines())
