@@ -655,6 +655,7 @@ struct Epoch {
   std::size_t ldc = 0;
   std::size_t m = 0, mu = 0;  // tile rows; rows per unit
   Out alpha = Out(0), beta = Out(0);
+  bool stream_c = false;  // a block kernel writes C with streaming stores (gemm_with)
 };
 
 // The claim word: the epoch's serial number, its unit count and the next unclaimed unit, so
@@ -724,6 +725,7 @@ void run_unit(const Epoch<P>& e, std::size_t unit, typename P::PackedA* packed_a
   const std::size_t mc = std::min(e.mu, e.m - i0);
   if constexpr (P::kBlockKernel) {  // the policy runs the unit's whole block, A included
     P::block(e.kc, e.nc, mc, e.a + i0 * e.lda, e.lda, packed_a, e.packed_b, e.alpha, e.beta,
+             e.stream_c,
              e.c + i0 * e.ldc, e.ldc);
   } else {
     const std::size_t a_step = P::a_step(e.kc), b_step = P::b_step(e.kc);
@@ -807,7 +809,7 @@ template <class P>
 void gemm_owned(std::size_t m, std::size_t n, std::size_t k, typename P::Out alpha,
                 const typename P::In* a, std::size_t lda, const typename P::In* b,
                 std::size_t ldb, typename P::Out beta, typename P::Out* c, std::size_t ldc,
-                std::size_t kc_max, std::size_t mu, std::size_t nc_cap,
+                std::size_t kc_max, std::size_t mu, std::size_t nc_cap, bool stream_c,
                 typename P::PackedA* packed_a, ShareSlot<P>& slot) {
   using Out = typename P::Out;
   constexpr std::size_t kNr = P::kNr;
@@ -834,7 +836,7 @@ void gemm_owned(std::size_t m, std::size_t n, std::size_t k, typename P::Out alp
       P::pack_b_panel(kc, nc, lead, b + pc * ldb + col, ldb, packed_b.get());
       // Later k blocks accumulate onto what the first one wrote.
       e = Epoch<P>{a + pc, lda, packed_b.get(), kc, nc, lead, c + col, ldc, m, mu, alpha,
-                   pc == 0 ? beta : Out(1)};
+                   pc == 0 ? beta : Out(1), stream_c};
       slot.done.store(0, std::memory_order_relaxed);
       slot.word.store(ClaimWord::make(++serial, units), std::memory_order_release);
       std::uint64_t unit = 0, mine = 0;
@@ -1069,6 +1071,16 @@ void gemm_with(std::size_t m, std::size_t n, std::size_t k, typename P::Out alph
   const std::size_t nc_cap = P::panel_columns(kc_max, bl.nc);
   const std::size_t mu = unit_rows(m_tile, n_tile, k, kc_max, nc_cap, nt, bl.mc, P::kMr,
                                    sizeof(typename P::PackedB));
+  // A block kernel writes C with plain stores when one thread runs the product and C fits in
+  // L2 beside the B panel (up to half of L2) and a unit's sums and A (about an eighth): C
+  // is then still there for whoever reads it next. Otherwise it writes C with streaming
+  // stores, which skip reading each line first: a larger C would leave L2 anyway, and with
+  // several threads a line of C is often in another core's cache (units move between
+  // threads), where a plain store must first fetch it. bf16 on tiles, one thread: streamed,
+  // 256^3 and 257×511×129 ran 1.14-1.20x slower; plain, 512^3 (a C of half of L2) ran 1.04x
+  // slower. Two threads, plain: 1.1-1.25x slower at 256^3-512^3.
+  const bool stream_c =
+      nt > 1 || m_tile * n_tile * sizeof(typename P::Out) > cache_sizes().l2_bytes * 3 / 8;
   std::unique_ptr<ShareSlot<P>[]> slots(new ShareSlot<P>[nt]);
   run_parallel(static_cast<int>(nt), [&](int tid, int) {
     [[maybe_unused]] const typename P::ThreadScope scope;  // its own tile, and units it helps with
@@ -1089,7 +1101,8 @@ void gemm_with(std::size_t m, std::size_t n, std::size_t k, typename P::Out alph
       split_range(n, P::kNr, tn, t % tn, &n0, &n1);
       if (m0 < m1 && n0 < n1) {
         gemm_owned<P>(m1 - m0, n1 - n0, k, alpha, a + m0 * lda, lda, b + n0, ldb, beta,
-                      c + m0 * ldc + n0, ldc, kc_max, mu, nc_cap, packed_a.get(), slot);
+                      c + m0 * ldc + n0, ldc, kc_max, mu, nc_cap, stream_c, packed_a.get(),
+                      slot);
       }
     }
     if (nt > 1) help_others<P>(t, nt, slots.get(), packed_a.get());
@@ -1499,12 +1512,13 @@ __attribute__((target(FASTBENCH_AVX512_TARGET), always_inline)) inline __m512 am
 }
 
 // C rows [0, rows) × columns [0, cols) = alpha · sums + beta · C, each row of C written once,
-// in order. With beta 0, C is not read, and its whole cache lines are written with streaming
-// stores (the unaligned ends of a row with plain ones): they skip reading each line before
-// writing it, which was a sixth of a 1024^3 product's time.
+// in order. With beta 0 and `stream`, C is not read, and its whole cache lines are written
+// with streaming stores (the unaligned ends of a row with plain ones): they skip reading each
+// line before writing it, which was a sixth of a 1024^3 product's time. gemm_with chooses
+// `stream`.
 __attribute__((target(FASTBENCH_AVX512_TARGET))) void amx_store(
     const float* sums, std::size_t ld, std::size_t rows, std::size_t cols, float alpha,
-    float beta, float* c, std::size_t ldc) {
+    float beta, bool stream, float* c, std::size_t ldc) {
   const __m512 va = _mm512_set1_ps(alpha);
   const __m512 vb = _mm512_set1_ps(beta);
   const bool read_c = beta != 0.0f;
@@ -1513,7 +1527,7 @@ __attribute__((target(FASTBENCH_AVX512_TARGET))) void amx_store(
     const float* si = sums + i * ld;
     float* ci = c + i * ldc;
     std::size_t j = 0;
-    if (!read_c && reinterpret_cast<std::uintptr_t>(ci) % sizeof(float) == 0) {
+    if (stream && !read_c && reinterpret_cast<std::uintptr_t>(ci) % sizeof(float) == 0) {
       // Plain stores up to the first line boundary, then whole lines streamed.
       const std::size_t into = reinterpret_cast<std::uintptr_t>(ci) % kAlignBytes;
       const std::size_t head = std::min(cols, into == 0 ? 0 : (kAlignBytes - into) / 4);
@@ -1557,11 +1571,12 @@ void prefetch_a(const std::uint16_t* a, std::size_t lda, std::size_t rows, std::
 }
 
 // The unit: A rows [0, mc) (at `a`) × k [0, kc) against the epoch's packed B panel (nc
-// columns), into C with alpha and beta. `packed_a` holds one sub-block of A where A is
-// copied (mc rows × 256 values, rounded up to whole slivers).
+// columns), into C with alpha and beta, with streaming stores if `stream_c` (amx_store).
+// `packed_a` holds one sub-block of A where A is copied (mc rows × 256 values, rounded up to
+// whole slivers).
 void amx_block(std::size_t kc, std::size_t nc, std::size_t mc, const std::uint16_t* a,
                std::size_t lda, std::uint16_t* packed_a, const std::uint16_t* pb, float alpha,
-               float beta, float* c, std::size_t ldc) {
+               float beta, bool stream_c, float* c, std::size_t ldc) {
   const std::size_t chunks = div_up(kc, kAmxChunk);
   const std::size_t row_blocks = div_up(mc, 32), col_blocks = div_up(nc, 32);
   // Rows of sums a line more than a power of two apart, so that a tile's 16 rows spread
@@ -1600,7 +1615,7 @@ void amx_block(std::size_t kc, std::size_t nc, std::size_t mc, const std::uint16
       }
     }
   }
-  amx_store(sums, ld, mc, nc, alpha, beta, c, ldc);
+  amx_store(sums, ld, mc, nc, alpha, beta, stream_c, c, ldc);
 }
 
 // kc: the epoch's k block, up to 4096 (the unit's sums stay in the buffer across it, so a
@@ -1646,8 +1661,8 @@ struct AmxBf16Gemm {
   }
   static void block(std::size_t kc, std::size_t nc, std::size_t mc, const std::uint16_t* a,
                     std::size_t lda, std::uint16_t* packed_a, const std::uint16_t* pb,
-                    float alpha, float beta, float* c, std::size_t ldc) {
-    amx_block(kc, nc, mc, a, lda, packed_a, pb, alpha, beta, c, ldc);
+                    float alpha, float beta, bool stream_c, float* c, std::size_t ldc) {
+    amx_block(kc, nc, mc, a, lda, packed_a, pb, alpha, beta, stream_c, c, ldc);
   }
   static GemmBlocking blocking() { return amx_blocking(); }
   // The B panel (kc × nc bf16) in half of L2, beside the unit's sums: nc from the k block

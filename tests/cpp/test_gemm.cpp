@@ -318,10 +318,12 @@ void test_bf16_tiles() {
   // Around the tile block, a k sub-block (256) and a unit (64 rows): one chunk, one short
   // of two, past a sub-block with a partial chunk, several units and sub-blocks. With A on a
   // cache line and rows a whole number of lines apart (pad 0 or 32 with k a multiple of 32),
-  // whole units are read in place; otherwise they are copied.
+  // whole units are read in place; otherwise they are copied. With beta 0, C is written with
+  // streaming stores on two threads, and on one when it is larger than 3/8 of L2 (the last,
+  // 4 MB, on any core).
   const Shape around[] = {{32, 32, 32},   {31, 33, 63},  {33, 31, 65}, {64, 64, 544},
                           {65, 95, 257},  {96, 17, 1},   {128, 96, 512}, {160, 40, 288},
-                          {70, 33, 64},   {200, 150, 800}};
+                          {70, 33, 64},   {200, 150, 800}, {1500, 700, 40}};
   std::uint64_t seed = 900;
   for (const Shape& s : around) {
     for (int variant = 0; variant < 4; ++variant) {

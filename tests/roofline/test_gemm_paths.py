@@ -256,6 +256,30 @@ def test_gemm_bf16_tile_path_gives_exact_sums_of_small_integers() -> None:
     assert (out.astype(np.int64) == want).all()
 
 
+@pytest.mark.skipif(not HAS_TILES, reason="no AMX tiles on this CPU (or no grant of their state)")
+@pytest.mark.parametrize("m,n,k,on_a_line", [(1500, 1000, 32, False), (1504, 1056, 64, True),
+                                             (60, 300, 96, False)])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_gemm_bf16_tile_path_writes_every_element_of_c_large_or_small(
+        m: int, n: int, k: int, on_a_line: bool, threads: int) -> None:
+    # With beta 0, C is written with streaming stores (whole lines, plain stores at the
+    # unaligned ends of each row) on two threads or when larger than 3/8 of L2 (6 MB here,
+    # more than any core's L2), else with plain stores. Either way every element is written
+    # once, exactly: integers up to 8 give sums exact in float32. C starts as NaN, so a
+    # skipped element shows.
+    a = RNG.integers(-8, 9, (m, k)).astype(np.float32)
+    b = RNG.integers(-8, 9, (k, n)).astype(np.float32)
+    out = np.empty((m, n), dtype=np.float32)
+    if on_a_line:  # rows whole lines apart from a line: no unaligned ends
+        room = np.empty(m * n + 16, dtype=np.float32)
+        skip = (-room.ctypes.data % 64) // 4
+        out = room[skip:skip + m * n].reshape(m, n)
+    out.fill(np.nan)
+    kernels.gemm_bf16(a, kernels.to_bfloat16(b), out, alpha=2.0, threads=threads)
+    want = 2.0 * (a.astype(np.float64) @ b.astype(np.float64))
+    assert np.array_equal(out, want)
+
+
 @pytest.mark.parametrize("cap", ["avx2", "portable"])
 def test_gemm_bf16_widened_path_matches_the_rounded_float_product(cap: str) -> None:
     if _core.isa_names().index(cap) > _core.isa_names().index(_core.best_isa()):
