@@ -725,8 +725,7 @@ void run_unit(const Epoch<P>& e, std::size_t unit, typename P::PackedA* packed_a
   const std::size_t mc = std::min(e.mu, e.m - i0);
   if constexpr (P::kBlockKernel) {  // the policy runs the unit's whole block, A included
     P::block(e.kc, e.nc, mc, e.a + i0 * e.lda, e.lda, packed_a, e.packed_b, e.alpha, e.beta,
-             e.stream_c,
-             e.c + i0 * e.ldc, e.ldc);
+             e.stream_c, e.c + i0 * e.ldc, e.ldc);
   } else {
     const std::size_t a_step = P::a_step(e.kc), b_step = P::b_step(e.kc);
     P::pack_a_block(mc, e.kc, e.a + i0 * e.lda, e.lda, packed_a);
