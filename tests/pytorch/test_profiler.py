@@ -333,14 +333,16 @@ def test_context_form_with_steps_and_regions(collector: str) -> None:
     loading = _logged(spans, "data loading", "").sum() / total
     forward = sum(_logged(spans, f"blocks.{i}", "forward").sum() for i in range(2)) / total
     # Without load: 2 ms of 4 ms in the named region, the model's forward the rest. Each
-    # region also holds what runs around its logged body, up to the step's time that no body
-    # logged (the loop's own code, and what a loaded host adds to it), and the subtracted
-    # observer cost can miss by a share of itself: on a loaded host, over five 4 ms steps,
-    # the forward region moved by 0.07-0.09.
+    # region holds its logged bodies, less what the subtracted observer cost may miss by,
+    # and what runs around them, up to the step's time that no body logged (the loop's own
+    # code, and what a loaded host adds to it).
     regions = {r.name: r for r in prof.rows("region")}
-    slack = 0.02 + max(0.0, 1.0 - loading - forward) + _subtracted(prof.result)
-    assert regions["data loading"].share == pytest.approx(loading, abs=slack)
-    assert regions["model forward"].share == pytest.approx(forward, abs=slack)
+    subtracted = _subtracted(prof.result)
+    unlogged = max(0.0, 1.0 - loading - forward)
+    for name, logged in (("data loading", loading), ("model forward", forward)):
+        share = regions[name].share
+        assert logged - 0.02 - subtracted <= share <= logged + 0.02 + unlogged + subtracted, \
+            (name, share, logged, unlogged, subtracted)
     modules = {r.name: r for r in prof.rows("module")}
     # Outside any module: the region's spin and whatever the loop runs between the module
     # calls (more on a loaded host), never the spins inside the modules.
@@ -350,6 +352,78 @@ def test_context_form_with_steps_and_regions(collector: str) -> None:
     assert zeros and all(c.module == OUTSIDE and c.region == "data loading" for c in zeros)
     text = str(prof)
     assert "by region" in text and "data loading" in text
+
+
+class SlowFirstCall(nn.Module):
+    """One spinner of 5 ms behind 1.5 ms of the model's own Python on its first call only
+    (a lazy set-up, or a host that held the thread then): in the first step the spinner is
+    entered 1.5 ms after the last op and 5 ms before its own, in later steps right away."""
+
+    def __init__(self, rng: np.random.Generator) -> None:
+        super().__init__()
+        self.inner = Spinner(5.0, rng, 0.05, False, "inner")
+        self.calls = 0
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.calls += 1
+        if self.calls == 1:
+            _core.spin(1.5e6)
+        return self.inner(x)
+
+
+@both_collectors
+def test_module_times_hold_when_the_first_step_ran_slower(collector: str) -> None:
+    """Every step's module entries and exits are its own: the native observer's steps stamp
+    them too, and never take their places from the first step, where the delay put the
+    spinner's entry 1.5 ms after the last op (placed as far from it in a later step, the
+    spinner would lose that much to the model)."""
+    with torch.no_grad():
+        # A first profile in the process: its own first step pays one-off costs of the
+        # profiler's paths (milliseconds), which can hide the model's delay.
+        warm = SlowFirstCall(np.random.default_rng(8))
+        _profile_steps(warm, lambda: warm(torch.zeros(4)), 2, collector)
+        model = SlowFirstCall(np.random.default_rng(8))
+        p, spans = _profile_steps(model, lambda: model(torch.zeros(4)), 8, collector)
+    truth, got = _logged(spans, "inner", "forward"), _profiled(p, "inner", "forward")
+    assert -50e-6 < np.median(got - truth) < 300e-6, (got, truth)
+    root = _profiled(p, "", "forward")
+    assert np.median(root) < 100e-6, root   # the model's own code: a counter and a call
+    assert all("forward" not in m.__dict__ for m in model.modules())   # unwrapped
+
+
+class FreshEachCall(nn.Module):
+    """A spinner, then an ``nn.ReLU`` built anew in every forward: a module the profiler
+    cannot stamp in later steps."""
+
+    def __init__(self, rng: np.random.Generator) -> None:
+        super().__init__()
+        self.inner = Spinner(1.0, rng, 0.05, False, "inner")
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return nn.ReLU()(self.inner(x))
+
+
+def test_steps_whose_modules_cannot_be_stamped_replay_the_first_steps() -> None:
+    """The fresh ReLU is missing from the later steps' stamps, so their module events are
+    the first step's, replayed (placed as far from the ops as there, so only as true as
+    that step was typical; test_timeline works the replay and the stamps' cost by hand),
+    and the spinner keeps the ``forward`` it had (an instance attribute) after the
+    profile."""
+    _need_native()
+    model = FreshEachCall(np.random.default_rng(9))
+    own = model.inner.forward
+    model.inner.forward = own   # an instance attribute, as a library's wrapper would set
+    with torch.no_grad():
+        p, _ = _profile_steps(model, lambda: model(torch.zeros(4)), 8, "native")
+    assert p.meta["collector"] == "native"
+    inner = _profiled(p, "inner", "forward")
+    clone = [c.times for c in p.cells if c.op == "aten::clone" and c.module == "inner"]
+    assert len(clone) == 1 and np.all(inner >= clone[0])
+    relu = [c for c in p.cells if c.op == "aten::relu"]
+    assert relu and all(c.module == "<ReLU>" for c in relu)
+    np.testing.assert_allclose(np.sum([c.times for c in p.cells], axis=0), p.step_times,
+                               rtol=1e-9)
+    assert model.inner.__dict__["forward"] is own and "forward" not in model.__dict__
 
 
 @both_collectors
@@ -465,7 +539,8 @@ def test_overhead_is_measured_and_positive() -> None:
     _need_native()
     n = calibrate_overhead(collector="native")
     assert 0 < n.per_op_inside_s < n.per_op_s < o.per_op_s
-    assert n.per_module_s == 0   # the native collector's timed steps run without hooks
+    # The native collector's timed steps stamp modules with a wrapper, not hooks.
+    assert 0 < n.per_module_s < o.per_module_s
     assert 0 <= n.per_inner_call_s < o.per_op_s
 
 

@@ -1,6 +1,7 @@
 """fastbench.pytorch.timeline on hand-built ranges and marks: which of the native observer's
-ranges are ops, what they cost inside and around them, and the modules replayed from the
-first step's script, every time worked out by hand."""
+ranges are ops, what they cost inside and around them, and the modules each step stamped
+or, where its stamps do not match, replayed from the first step's script, every time
+worked out by hand."""
 
 from __future__ import annotations
 
@@ -109,6 +110,46 @@ def test_merge_native_times_attributes_and_charges_by_hand() -> None:
         (EXIT, 1995, ""),                  # 2000 - 5
         (END, 2000)]
     assert added == [("aten::weird", "(4, 2)")]
+
+
+def _timed(stamps: list[tuple[Any, ...]], per_module_ns: float) -> list[tuple[Any, ...]]:
+    """One step timed after the learning step, between 1000 and 1100 ns: addmm at
+    1030-1040, relu at 1070-1080, with the module events the step stamped; its timeline."""
+    marks = [*_learning_step(), (START, 1000), *stamps, (END, 1100)]
+    keys = [("aten::addmm", "a"), ("aten::relu", "r")]
+    times = np.array([[1030, 1040], [1070, 1080]])
+    ints = np.array([[0, 0, MARKED, 0], [1, 0, MARKED, 0]], dtype=np.int32)
+    script = script_of(marks, {0: "aten::addmm", 1: "aten::relu"}.__getitem__)
+    out = merge_native(marks, times, ints, keys, {("aten::addmm", "a"): 0,
+                                                  ("aten::relu", "r"): 1},
+                       lambda n, s: -1, script, 200.0, 100.0, per_module_ns)
+    return out[out.index((START, 1000)):]
+
+
+def test_a_step_whose_stamps_match_the_script_keeps_them() -> None:
+    stamps = [(ENTER, 1003, ""), (ENTER, 1004, "fc"), (EXIT, 1045, "fc"), (ENTER, 1052, "act"),
+              (EXIT, 1085, "act"), (EXIT, 1092, "")]
+    assert _timed(stamps, 300.0) == [
+        (START, 1000), (ENTER, 1003, ""), (ENTER, 1004, "fc"),
+        (OP, 1030, 1040, 0, "fc", "forward", "", 0, 0.0), (EXIT, 1045, "fc"),
+        (ENTER, 1052, "act"), (OP, 1070, 1080, 1, "act", "forward", "", 0, 0.0),
+        (EXIT, 1085, "act"), (EXIT, 1092, ""), (END, 1100)]
+
+
+def test_a_step_whose_stamps_miss_a_module_replays_the_script() -> None:
+    # "act" was not stamped (built anew in each forward): the script's events, each as far
+    # from its op as in the first step, and the stamps made are cost, 150 ns each.
+    stamps = [(ENTER, 1003, ""), (ENTER, 1004, "fc"), (EXIT, 1045, "fc"), (EXIT, 1092, "")]
+    assert _timed(stamps, 300.0) == [
+        (START, 1000), (COST, 1003, 150.0), (COST, 1004, 150.0),
+        (ENTER, 1010, ""),                 # 10 ns after the gap's start
+        (ENTER, 1020, "fc"),               # 10 ns before addmm
+        (OP, 1030, 1040, 0, "fc", "forward", "", 0, 0.0), (COST, 1045, 150.0),
+        (EXIT, 1050, "fc"), (ENTER, 1060, "act"),
+        (OP, 1070, 1080, 1, "act", "forward", "", 0, 0.0),
+        (EXIT, 1090, "act"), (COST, 1092, 150.0),
+        (EXIT, 1095, ""),                  # 5 ns before the step's end
+        (END, 1100)]
 
 
 def test_ops_outside_any_module_and_a_step_with_no_ranges() -> None:

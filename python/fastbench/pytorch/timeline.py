@@ -13,15 +13,24 @@ node) are scaffolding, whose callbacks cost time between ops: that goes on the t
 cost marks. An op's FLOPs and bytes are the pass's for its (name, shapes); shapes the pass
 did not meet count none, and the profile says so.
 
-Which module runs. Module hooks cost about 4 µs a module call (torch's slow call path, then
-Python), more than observing its ops natively, so the steps the observer times run without
-them. The first step, run under the dispatch layer with the hooks, is the script: its ops in
-order, each with its module and pass, and the module entries and exits between them. Each
-timed step's ops are aligned with the script's by name (difflib's matching blocks; the same
-sequence in the usual case) and take their module and pass from it; the entries and exits
-are replayed in the gaps between the aligned ops, as far from the nearer op as in the script
-(less the hooks' and the dispatch layer's own time there). An op the script lacks takes the
-module of the op before it.
+Which module runs. Module hooks cost about 2-4 µs a module call (torch's slow call path,
+then Python), more than observing its ops natively, so the steps the observer times run
+without them. The first step, run under the dispatch layer with the hooks, is the script:
+its ops in order, each with its module and pass, and the module entries and exits between
+them. Each timed step's ops are aligned with the script's by name (difflib's matching
+blocks; the same sequence in the usual case) and take their module and pass from it (in
+backward, the module is that of the op's autograd node, which only the script knows). An op
+the script lacks takes the module of the op before it.
+
+Where modules were entered and left, each timed step stamps itself: a wrapper around the
+forward of each module the script met (about 0.5 µs a call, charged as observing cost).
+Where a step's stamps are not the script's module events in order (a module built anew in
+each forward, or one whose forward could not be wrapped), the script's events are replayed
+in the step's gaps instead, each as far from the nearer op as in the script (less the
+hooks' and the dispatch layer's own time there), and that step's stamps are cost only.
+Replayed events are only as true as the first step was typical: its one-off costs (first
+calls, a collection, a preemption) shift them, by milliseconds in a process's first
+profile.
 """
 
 from __future__ import annotations
@@ -207,10 +216,17 @@ def _replay(script: Script, names: list[str], t0: list[int], t1: list[int], star
 def merge_native(marks: Sequence[tuple[Any, ...]], times: np.ndarray, ints: np.ndarray,
                  keys: Sequence[tuple[str, str]], learnt: Mapping[tuple[str, str], int],
                  new_op: Callable[[str, str], int], script: Script,
-                 per_range_ns: float, per_inner_ns: float) -> list[tuple[Any, ...]]:
+                 per_range_ns: float, per_inner_ns: float,
+                 per_module_ns: float = 0.0) -> list[tuple[Any, ...]]:
     """The timeline: ``marks`` (the profiler's Python events, in time order: the first
-    step's, under the dispatch layer, then step marks and regions) merged with the ops among
-    the observer's ranges, their modules replayed from ``script``.
+    step's, under the dispatch layer, then step marks, regions and the module entries and
+    exits the later steps stamped) merged with the ops among the observer's ranges, their
+    modules taken from ``script``.
+
+    A step's stamped module events stay where they match the script's, in order; otherwise
+    (a module built anew in each forward, or one that could not be stamped) the script's
+    are replayed in the step's gaps instead, and its stamped ones become COST marks of
+    ``per_module_ns / 2`` each (what stamping one costs).
 
     ``times`` rows are (t0, t1), ``ints`` rows (key, depth, kind, nested), ``keys[key]`` a
     range's (name, shapes). ``learnt`` maps (name, shapes) to an op's index in the profiler's
@@ -246,6 +262,16 @@ def merge_native(marks: Sequence[tuple[Any, ...]], times: np.ndarray, ints: np.n
     segment = np.searchsorted(np.asarray(bounds, dtype=np.int64), t0[ops_at], side="right")
     ops: list[tuple[Any, ...]] = []
     aligned: dict[tuple[str, ...], list[int]] = {}
+    # The module events on the marks, by step: in a step the observer timed, stamped.
+    stamped: dict[int, list[tuple[int, str]]] = {}
+    edges = np.asarray(bounds, dtype=np.int64)
+    at_step = [int(np.searchsorted(edges, e[1], side="right")) if e[0] in (ENTER, EXIT)
+               else -1 for e in marks]
+    for e, seg in zip(marks, at_step):
+        if seg >= 0:
+            stamped.setdefault(seg, []).append((e[0], e[2]))
+    expected = [(k, path) for gap in script.between for k, path, _, _ in gap]
+    replayed: set[int] = set()   # steps whose module events are the script's, replayed
     # Ranges are sorted by start, so each step's ops are a run of ``ops_at``.
     cuts = [int(c) for c in np.flatnonzero(np.diff(segment)) + 1]
     for lo, hi in zip([0, *cuts], [*cuts, ops_at.size]):
@@ -257,6 +283,10 @@ def merge_native(marks: Sequence[tuple[Any, ...]], times: np.ndarray, ints: np.n
         step_names = [names[int(key[i])][0] for i in at]
         owners, placed = _replay(script, step_names, [int(t0[i]) for i in at],
                                  [int(t1[i]) for i in at], start, end, aligned)
+        if stamped.get(seg, []) == expected:
+            placed = []
+        else:
+            replayed.add(seg)
         step_ops = []
         for i, (module, phase) in zip(at, owners):
             k = int(key[i])
@@ -269,6 +299,9 @@ def merge_native(marks: Sequence[tuple[Any, ...]], times: np.ndarray, ints: np.n
         ops.extend(heapq.merge(step_ops, placed, key=lambda e: e[1]))
     out: list[tuple[Any, ...]] = []
     regions: list[str] = []
+    if replayed:
+        marks = [(COST, e[1], per_module_ns / 2) if seg in replayed else e
+                 for e, seg in zip(marks, at_step)]
     for e in heapq.merge(marks, ops, costs, key=lambda e: e[1]):
         kind = e[0]
         if kind == OP and len(e) == 7:   # an observer's op: its region is known only here
