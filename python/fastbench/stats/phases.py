@@ -7,8 +7,10 @@ part of the core and every sample in that stretch runs slower, often 5-100% slow
 median of all samples then reports the share of time spent in such phases, which changes
 from run to run. :func:`quiet_phases` cuts the samples, in the order taken, into windows,
 takes each window's median, and calls a window *quiet* when its median is within a tolerance
-of the fastest window's. The tolerance grows with the statistical uncertainty of a
-window's median, so a workload whose samples merely scatter is not split into phases.
+of the undisturbed level: the 5th percentile of the window medians, so that one window that
+ran fast (a frequency burst, a neighbour idle for a moment) cannot set it. The tolerance
+grows with the statistical uncertainty of a window's median, so a workload whose samples
+merely scatter is not split into phases.
 
 A steady trend is not interference: when the window medians rise (or fall) with time
 almost monotonically (Kendall's tau of at least 0.8 against the window order), the workload
@@ -36,12 +38,17 @@ __all__ = ["Phases", "concatenate_phases", "quiet_phases", "timing_phases", "win
 MIN_WINDOW = 8
 # Fewer windows than this and there is no level to compare with: every sample is quiet.
 MIN_WINDOWS = 8
-# A window is disturbed when its median exceeds the fastest window's median (the level) by
-# more than the larger of this...
+# The level is the window median at this quantile (the ceil(0.05 * windows)-th smallest;
+# the smallest below 20 windows). The smallest of all was, on a Golden Cove-class VM whose
+# speed wanders by a few percent, a lone window 7% faster than the next: every other
+# window, 99-100% of the run, was then called disturbed, and the reported median was that
+# one window's.
+LEVEL_QUANTILE = 0.05
+# A window is disturbed when its median exceeds the level by more than the larger of this...
 MIN_TOLERANCE = 0.02
 # ...and this many standard errors of a window median (from the windows' own spread). The
-# fastest of ~100 window medians lies about 2.5 standard errors below their centre, so 6
-# leaves a window of undisturbed samples beyond the tolerance only 3.5 errors out.
+# level lies about 1.6 standard errors below the centre of undisturbed window medians, so 6
+# leaves a window of undisturbed samples beyond the tolerance over 4 errors out.
 TOLERANCE_SE = 6.0
 # Wall time of one window when sizing windows from the sample duration.
 WINDOW_S = 0.01
@@ -61,7 +68,7 @@ class Phases:
     window : int
         Samples per window (the last window may be shorter or longer, see quiet_phases).
     level : float
-        The undisturbed level: the smallest window median.
+        The undisturbed level: the 5th percentile of the window medians.
     tolerance : float
         Relative excess over ``level`` still counted as quiet.
     windows : int
@@ -125,8 +132,9 @@ def quiet_phases(samples: Any, window: int, *, min_tolerance: float = MIN_TOLERA
 
     Notes
     -----
-    The level is the smallest window median. A window is quiet when its median is at most
-    ``level * (1 + tolerance)``, with ``tolerance`` the larger of ``min_tolerance`` and six
+    The level is the ``ceil(0.05 * windows)``-th smallest window median. A window is quiet
+    when its median is at most ``level * (1 + tolerance)`` (windows faster than the level
+    are quiet too), with ``tolerance`` the larger of ``min_tolerance`` and six
     standard errors of a window median relative to the level. The standard error is
     ``1.2533 * 1.4826 * MAD / sqrt(window)`` (a median's asymptotic error for normal data),
     its median over the windows. Interference is assumed to slow samples down, never to
@@ -150,7 +158,8 @@ def quiet_phases(samples: Any, window: int, *, min_tolerance: float = MIN_TOLERA
         med = float(np.median(part))
         medians[j] = med
         errors[j] = 1.2533 * 1.4826 * float(np.median(np.abs(part - med))) / math.sqrt(b - a)
-    level = float(medians.min())
+    rank = max(1, math.ceil(LEVEL_QUANTILE * count))
+    level = float(np.partition(medians, rank - 1)[rank - 1])
     tolerance = max(min_tolerance, TOLERANCE_SE * float(np.median(errors)) / level)
     trend = _kendall_tau_in_order(medians)
     if abs(trend) >= DRIFT_TAU:
