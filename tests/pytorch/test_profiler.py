@@ -255,17 +255,24 @@ def test_time_between_ops_belongs_to_the_running_module_forward_and_backward(
     x = torch.zeros(4, requires_grad=True)
     p, spans = _profile_steps(model, lambda: model(x).sum().backward(), 6, collector)
     steps_total = float(np.sum(p.step_times))
+    bodies = sum(_logged(spans, f"blocks.{i}", phase) for i in range(len(MS))
+                 for phase in ("forward", "backward"))
+    unlogged = np.maximum(p.step_times - bodies, 0.0)   # each step's time outside every body
     for i in range(len(MS)):
         name = f"blocks.{i}"
         for phase in ("forward", "backward"):
             truth, got = _logged(spans, name, phase), _profiled(p, name, phase)
             assert abs(got.sum() - truth.sum()) / steps_total < 0.02, (name, phase)
-            # The body and the calls around it: the module call (here 30-100 µs from the
-            # model's call to the first body, without the profiler, and several times that on
-            # a loaded host) or the engine's node, less the observer's calibrated cost (which
-            # on a loaded host can exceed what the ops cost: -178 µs seen); time given to the
-            # wrong module or phase would move it by a whole spin of another (2 ms or more).
-            assert abs(np.median(got - truth)) < 1e-3 * min(MS) / 2, (name, phase, got, truth)
+            # The body and the calls around it: the module call or the engine's node (tens
+            # of µs), and in a step at most all the time no body logged (a collection, a slow
+            # host phase: 1-3.7 ms of a 60 ms step here, up to 1.5 ms of it in one node),
+            # less the observer's calibrated cost, which another module's share of the step
+            # can have been charged too much of and on a loaded host can exceed what the ops
+            # cost (-178 µs seen). Time given to the wrong module or phase moves a step by a
+            # whole spin of another, 2 ms or more.
+            excess = got - truth
+            assert np.all(excess <= unlogged + 250e-6), (name, phase, excess, unlogged)
+            assert np.median(excess) > -1e-3 * min(MS) / 2, (name, phase, got, truth)
 
 
 def _true_module_times(ms: tuple[float, ...], calls: int = 15) -> list[float]:
