@@ -15,8 +15,9 @@ windows, module entries and exits, region entries and exits, step marks
 Python and framework time of whatever was running then (the innermost module in forward;
 in backward, the module owning the next op's autograd node; else the loop outside the
 model). Observing costs time: the cost of one observed op, of a module's hooks (for the
-native collector, of the wrapper that stamps a module's forward) and of a region is measured once per process and collector (an empty op and an empty module, timed
-with and without the profiler, interleaved) and subtracted from the gaps around each event,
+native collector, of the wrapper that stamps a module's forward) and of a region is
+measured once per process and collector (an empty op and an empty module, timed with and
+without the profiler, interleaved) and subtracted from the gaps around each event,
 and the part that falls inside each op window from it (a clock read; for the native
 collector also the callbacks of the calls nested in the op). What the dispatch collector
 adds itself (the first FLOP count of each op and shapes) is timed where it happens and

@@ -174,10 +174,10 @@ def _align(script: Sequence[str], step: Sequence[str]) -> list[int]:
 
 
 def _replay(script: Script, names: list[str], t0: list[int], t1: list[int], start: int,
-            end: int, aligned: dict[tuple[str, ...], list[int]] | None = None
-            ) -> tuple[list[tuple[str, str]], list[tuple[Any, ...]]]:
+            end: int, aligned: dict[tuple[str, ...], list[int]] | None = None,
+            events: bool = True) -> tuple[list[tuple[str, str]], list[tuple[Any, ...]]]:
     """(module, phase) of each of one step's ops, and the script's module events placed in
-    the step's gaps. ``aligned`` remembers alignments by the step's op names: steps after
+    the step's gaps (none unless ``events``: a step that stamped its own). ``aligned`` remembers alignments by the step's op names: steps after
     the first are mostly alike (a training step whose gradients accumulate into existing
     ones differs from the first in the same way every time), and difflib on thousands of ops
     takes a second."""
@@ -196,7 +196,7 @@ def _replay(script: Script, names: list[str], t0: list[int], t1: list[int], star
     def place(upto: int, a: int, b: int) -> None:
         nonlocal done
         last = a
-        for g in range(done, upto):
+        for g in range(done, upto if events else done):
             for kind, path, ns, anchor in script.between[g]:
                 t = min(max(a + ns if anchor == 0 else b - ns, last), b)
                 placed.append((kind, t, path))
@@ -259,15 +259,16 @@ def merge_native(marks: Sequence[tuple[Any, ...]], times: np.ndarray, ints: np.n
     # The ops, step by step (between consecutive step marks), with their modules replayed.
     ops_at = np.flatnonzero(is_op)
     bounds = [e[1] for e in marks if e[0] in _MARKS]
-    segment = np.searchsorted(np.asarray(bounds, dtype=np.int64), t0[ops_at], side="right")
+    edges = np.asarray(bounds, dtype=np.int64)
+    segment = np.searchsorted(edges, t0[ops_at], side="right")
     ops: list[tuple[Any, ...]] = []
     aligned: dict[tuple[str, ...], list[int]] = {}
-    # The module events on the marks, by step: in a step the observer timed, stamped.
+    # The module events on the marks, by step (-1 for other marks): in a step the observer
+    # timed, stamped.
     stamped: dict[int, list[tuple[int, str]]] = {}
-    edges = np.asarray(bounds, dtype=np.int64)
-    at_step = [int(np.searchsorted(edges, e[1], side="right")) if e[0] in (ENTER, EXIT)
-               else -1 for e in marks]
-    for e, seg in zip(marks, at_step):
+    at_step = np.where([e[0] in (ENTER, EXIT) for e in marks],
+                       np.searchsorted(edges, [e[1] for e in marks], side="right"), -1)
+    for e, seg in zip(marks, at_step.tolist()):
         if seg >= 0:
             stamped.setdefault(seg, []).append((e[0], e[2]))
     expected = [(k, path) for gap in script.between for k, path, _, _ in gap]
@@ -281,12 +282,11 @@ def merge_native(marks: Sequence[tuple[Any, ...]], times: np.ndarray, ints: np.n
         start = bounds[seg - 1] if seg > 0 else int(t0[at[0]])
         end = bounds[seg] if seg < len(bounds) else int(t1[at[-1]])
         step_names = [names[int(key[i])][0] for i in at]
-        owners, placed = _replay(script, step_names, [int(t0[i]) for i in at],
-                                 [int(t1[i]) for i in at], start, end, aligned)
-        if stamped.get(seg, []) == expected:
-            placed = []
-        else:
+        own = stamped.get(seg, []) == expected
+        if not own:
             replayed.add(seg)
+        owners, placed = _replay(script, step_names, [int(t0[i]) for i in at],
+                                 [int(t1[i]) for i in at], start, end, aligned, not own)
         step_ops = []
         for i, (module, phase) in zip(at, owners):
             k = int(key[i])
@@ -301,7 +301,7 @@ def merge_native(marks: Sequence[tuple[Any, ...]], times: np.ndarray, ints: np.n
     regions: list[str] = []
     if replayed:
         marks = [(COST, e[1], per_module_ns / 2) if seg in replayed else e
-                 for e, seg in zip(marks, at_step)]
+                 for e, seg in zip(marks, at_step.tolist())]
     for e in heapq.merge(marks, ops, costs, key=lambda e: e[1]):
         kind = e[0]
         if kind == OP and len(e) == 7:   # an observer's op: its region is known only here
