@@ -4,8 +4,8 @@
 #include "cpu.hpp"
 
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <string>
 
 #if defined(__linux__)
@@ -136,23 +136,16 @@ std::size_t parse_size_bytes(const std::string& s) {
   return value;
 }
 
-std::string read_line(const std::string& path) {
-  std::ifstream f(path);
-  std::string line;
-  if (f) std::getline(f, line);
-  return line;
-}
-
 // sysfs first: under some hypervisors sysconf reports an L3 far larger than the real one.
 CacheSizes detect_caches() {
   CacheSizes c;
   std::size_t l1 = 0, l2 = 0, l3 = 0;
   for (int idx = 0; idx < 8; ++idx) {
     const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(idx);
-    const std::string level = read_line(dir + "/level");
+    const std::string level = read_first_line(dir + "/level");
     if (level.empty()) break;
-    const std::string type = read_line(dir + "/type");
-    const std::size_t size = parse_size_bytes(read_line(dir + "/size"));
+    const std::string type = read_first_line(dir + "/type");
+    const std::size_t size = parse_size_bytes(read_first_line(dir + "/size"));
     if (level == "1" && type == "Data") l1 = size;
     if (level == "2" && type != "Instruction") l2 = size;
     if (level == "3" && type != "Instruction") l3 = size;
@@ -183,6 +176,20 @@ const CpuFeatures& cpu_features() {
 const CacheSizes& cache_sizes() {
   static const CacheSizes sizes = detect_caches();
   return sizes;
+}
+
+std::string read_first_line(const std::string& path) {
+  std::string line;
+  std::FILE* f = std::fopen(path.c_str(), "r");
+  if (f == nullptr) return line;
+  char buf[256];
+  while (std::fgets(buf, sizeof buf, f) != nullptr) {
+    line += buf;
+    if (!line.empty() && line.back() == '\n') break;
+  }
+  std::fclose(f);
+  while (!line.empty() && std::strchr(" \t\r\n", line.back()) != nullptr) line.pop_back();
+  return line;
 }
 
 }  // namespace fastbench

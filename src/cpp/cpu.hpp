@@ -51,4 +51,10 @@ struct CacheSizes {
 // Read once and cached; safe to call from any thread.
 const CacheSizes& cache_sizes();
 
+// The first line of a small text file (sysfs, procfs) without its trailing whitespace; "" when
+// it cannot be read. C stdio, not iostreams: a stream's number parsing goes through the C++
+// runtime's locale, and where the extension carries a runtime linked in statically beside the
+// process's, the two locales mixed and `stream >> int` crashed (gcc 13, Ubuntu 24.04).
+std::string read_first_line(const std::string& path);
+
 }  // namespace fastbench

@@ -11,11 +11,12 @@
 #include <cctype>
 #include <cerrno>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <stdexcept>
 #include <utility>
 
+#include "cpu.hpp"
 #include "median.hpp"
 #include "perf_math.hpp"
 
@@ -143,8 +144,8 @@ EventSpec resolve_event(const std::string& name) {
         unknown_event(name, "type '" + type_s + "' is not a 32-bit decimal number");
       }
     } else if (is_pmu_name(type_s)) {
-      std::ifstream f("/sys/bus/event_source/devices/" + type_s + "/type");
-      if (!(f >> type) || type > 0xffffffffULL) {
+      const std::string t = read_first_line("/sys/bus/event_source/devices/" + type_s + "/type");
+      if (!parse_u64(t, false, type) || type > 0xffffffffULL) {
         unknown_event(name, "no PMU named '" + type_s + "' in /sys/bus/event_source/devices");
       }
     } else {
@@ -196,11 +197,14 @@ bool take_injected(int& err) {
 }  // namespace detail
 
 namespace {
+// The level as the kernel wrote it (it may be negative), or "unknown".
 std::string paranoid_level() {
-  std::ifstream f("/proc/sys/kernel/perf_event_paranoid");
-  int level = 0;
-  if (f >> level) return std::to_string(level);
-  return "unknown";
+  const std::string s = read_first_line("/proc/sys/kernel/perf_event_paranoid");
+  errno = 0;
+  char* end = nullptr;
+  const long level = std::strtol(s.c_str(), &end, 10);
+  if (s.empty() || errno != 0 || *end != '\0' || level < -1000 || level > 1000) return "unknown";
+  return std::to_string(level);
 }
 }  // namespace
 

@@ -18,6 +18,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "clock.hpp"
@@ -562,6 +563,33 @@ void test_cpu_features_consistent() {
         " invariant_tsc=", f.invariant_tsc);
 }
 
+// read_first_line on files written here: the first line, trailing blanks and CR/LF gone,
+// leading ones kept; a line longer than one read buffer whole; "" for an empty or missing file.
+void test_read_first_line() {
+  char tmpl[] = "/tmp/fastbench-line-XXXXXX";
+  const int fd = mkstemp(tmpl);
+  SKIP_UNLESS(fd >= 0, "no temporary file");
+  close(fd);
+  const std::string path = tmpl;
+  const std::string long_line(700, 'x');
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"4\n", "4"}, {"  -1 \r\n", "  -1"}, {"first\nsecond\n", "first"},
+      {"no newline", "no newline"}, {"", ""}, {"\n\nthird", ""},
+      {long_line + "\nrest", long_line}};
+  for (const auto& [text, want] : cases) {
+    std::FILE* f = std::fopen(path.c_str(), "w");
+    CHECK(f != nullptr, "cannot write ", path);
+    if (f == nullptr) break;
+    std::fputs(text.c_str(), f);
+    std::fclose(f);
+    const std::string got = fb::read_first_line(path);
+    CHECK(got == want, "'", text.substr(0, 20), "' read as '", got.substr(0, 20), "' (",
+          got.size(), " chars)");
+  }
+  std::remove(path.c_str());
+  CHECK(fb::read_first_line(path).empty(), "a missing file reads as empty");
+}
+
 // The sizes kernels block for: cached, plausible, and what sysfs says where it says it.
 void test_cache_sizes() {
   const fb::CacheSizes& c = fb::cache_sizes();
@@ -766,6 +794,7 @@ const Test kTests[] = {
     {"spin_rejects_bad_arguments", test_spin_rejects_bad_arguments},
     {"cpu_features_consistent", test_cpu_features_consistent},
     {"cache_sizes", test_cache_sizes},
+    {"read_first_line", test_read_first_line},
 };
 
 }  // namespace
