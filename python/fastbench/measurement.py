@@ -230,11 +230,11 @@ class Measurement:
 
     @property
     def min_ns(self) -> float:
-        return float(self.samples_ns.min())
+        return float(np.min(self.samples_ns))
 
     @property
     def max_ns(self) -> float:
-        return float(self.samples_ns.max())
+        return float(np.max(self.samples_ns))
 
     @property
     def median_ns(self) -> float:
@@ -522,8 +522,8 @@ def measurement_warnings(m: Measurement, clock_reason: str = "") -> tuple[Warnin
     if spread is not None and spread > RUN_SPREAD_WARN:
         found.append(WarningRecord(
             f"runs disagree: the medians of the {m.runs} processes vary by {format_rel(spread)} "
-            f"(from {format_ns(float(m.run_medians_ns.min()))} to "
-            f"{format_ns(float(m.run_medians_ns.max()))}); the interval allows for it, but a "
+            f"(from {format_ns(float(np.min(m.run_medians_ns)))} to "
+            f"{format_ns(float(np.max(m.run_medians_ns)))}); the interval allows for it, but a "
             "quieter machine or more processes would narrow it", "run-spread"))
     noise = 3.0 * max(m.call_floor_mad_ns, 0.0)
     if m.call_floor_kind != "unknown" and m.net_median_ns <= noise:

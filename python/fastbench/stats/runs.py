@@ -163,7 +163,7 @@ def _new_levels(logs: NDArray[np.float64], limit: float) -> NDArray[np.bool_]:
     new = np.zeros(d.size, dtype=bool)
     if limit <= 0.0:
         return new
-    for t in np.flatnonzero(np.abs(d) > limit):
+    for t in np.flatnonzero(np.abs(d) > limit).tolist():
         mid = 0.5 * (logs[t] + logs[t + 1])
         before = logs[:t + 1]
         new[t] = bool(np.all(before < mid)) if d[t] > 0 else bool(np.all(before > mid))

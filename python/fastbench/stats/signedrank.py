@@ -62,7 +62,7 @@ def _walsh_order_statistic(x: NDArray[np.float64], k: int) -> float:
     idx = np.arange(n)
     ok = upto >= idx
     sums = x[idx[ok]] + x[upto[ok]]
-    return float(sums.max() / 2.0)
+    return float(np.max(sums) / 2.0)
 
 
 def hodges_lehmann(values: Any) -> float:
