@@ -10,6 +10,10 @@ and the pytest-benchmark default, the min over rounds of calibrated iterations (
 round time, about 1 s in all). The spread is (max - min) / median over the invocations.
 Targets: fastbench with processes=10 <= 3% and narrower than timeit and pytest-benchmark in
 the same run; the instruction count <= 0.1%.
+Beside each spread, the trend: Spearman's rank correlation of the figure with the invocation's
+order and its p-value. A trend (p < 0.05) means the figure drifted over the run's minutes
+(most often the host's speed changing): no figure taken inside one invocation (processes=10
+spans about 13 s) can average that part of the spread out.
 Run on a quiet machine: python benchmarks/stability.py
 """
 
@@ -94,13 +98,27 @@ def main() -> None:
               f" processes differed by {r['between-process spread']:.1%}; instruction count "
               f"({r['instruction source']}) took {r['instruction seconds']:.1f} s", flush=True)
     print()
-    print(f"spread over {INVOCATIONS} invocations, (max - min) / median, workload sorted(150 ints), about 1 µs")
+    from scipy.stats import spearmanr
+
+    print(f"spread over {INVOCATIONS} invocations, (max - min) / median, workload sorted(150 ints), about 1 µs;"
+          " trend: Spearman's rho with the invocation order (p)")
+    drifted = []
     for tool in TOOLS:
         values = [r[tool] for r in runs]
         spread = (max(values) - min(values)) / statistics.median(values) * 100
         target = f"   (target <= {TARGETS[tool]:g}%)" if tool in TARGETS else ""
+        if len(set(values)) > 1:
+            rho, p = spearmanr(range(len(values)), values)
+            trend = f"trend {rho:+.2f} (p {p:.3f})"
+            if p < 0.05:
+                drifted.append(tool)
+        else:
+            trend = "no trend (all equal)"
         print(f"  {tool:<24}{spread:7.3f}%   median {statistics.median(values):.1f} "
-              f"{UNITS.get(tool, 'ns')}{target}")
+              f"{UNITS.get(tool, 'ns'):<6} {trend}{target}")
+    if drifted:
+        print(f"  drift: {', '.join(drifted)} moved with the invocation order (p < 0.05), a change over "
+              "the run's minutes (most often the host's speed) that no single invocation averages out")
 
 
 if __name__ == "__main__":
