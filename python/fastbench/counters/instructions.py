@@ -262,7 +262,11 @@ def count_instructions(
     Neither source sees the kernel's instructions (system calls, page faults), the clock
     frequency, or time lost to stalls; ``notes`` say so. Both sources count one build of
     the interpreter and the libraries: compare counts made on the same machine and
-    environment.
+    environment. A count also depends on what the process did before the calls: code that
+    allocates takes other paths through the allocator on a heap laid out differently
+    (``sorted`` of a 150-int list counted 12760 instructions imported by ``-c``, 12781 and
+    12934 from two versions of a script run as ``__main__``): repeats agree exactly, but
+    a difference of 1-2% between different scripts may be the heap's.
 
     Parameters
     ----------
@@ -490,7 +494,12 @@ def _comparison_warnings(a: InstructionCount, b: InstructionCount,
                          tolerance: float) -> tuple[str, ...]:
     out = ["instruction counts do not see time lost to stalls beyond the cache model, the "
            "clock frequency, other threads or processes, or the kernel (system calls, page "
-           "faults): fewer instructions is not always less time; confirm with a timing"]
+           "faults): fewer instructions is not always less time; confirm with a timing",
+           "a count depends on the process's history: code that allocates takes other paths "
+           "through the memory allocator when the heap was laid out differently before the "
+           "calls (other imports, a longer script), which has moved one unchanged function's "
+           "count by 1.5%; differences of that size between counts made in different "
+           "scripts are not sure"]
     if a.source == "simulated":
         out.append("cache misses and branch mispredictions are simulated by valgrind "
                    "cachegrind (two cache levels, no prefetcher), not measured; the "
