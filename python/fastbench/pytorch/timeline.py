@@ -177,10 +177,10 @@ def _replay(script: Script, names: list[str], t0: list[int], t1: list[int], star
             end: int, aligned: dict[tuple[str, ...], list[int]] | None = None,
             events: bool = True) -> tuple[list[tuple[str, str]], list[tuple[Any, ...]]]:
     """(module, phase) of each of one step's ops, and the script's module events placed in
-    the step's gaps (none unless ``events``: a step that stamped its own). ``aligned`` remembers alignments by the step's op names: steps after
-    the first are mostly alike (a training step whose gradients accumulate into existing
-    ones differs from the first in the same way every time), and difflib on thousands of ops
-    takes a second."""
+    the step's gaps (none unless ``events``: a step that stamped its own). ``aligned``
+    remembers alignments by the step's op names: steps after the first are mostly alike (a
+    training step whose gradients accumulate into existing ones differs from the first in
+    the same way every time), and difflib on thousands of ops takes a second."""
     key = tuple(names)
     match = aligned.get(key) if aligned is not None else None
     if match is None:
@@ -195,12 +195,13 @@ def _replay(script: Script, names: list[str], t0: list[int], t1: list[int], star
 
     def place(upto: int, a: int, b: int) -> None:
         nonlocal done
-        last = a
-        for g in range(done, upto if events else done):
-            for kind, path, ns, anchor in script.between[g]:
-                t = min(max(a + ns if anchor == 0 else b - ns, last), b)
-                placed.append((kind, t, path))
-                last = t
+        if events:
+            last = a
+            for g in range(done, upto):
+                for kind, path, ns, anchor in script.between[g]:
+                    t = min(max(a + ns if anchor == 0 else b - ns, last), b)
+                    placed.append((kind, t, path))
+                    last = t
         done = max(done, upto)
 
     for i, j in enumerate(match):
