@@ -9,6 +9,8 @@ included; the rounds get what is left). A slowdown counts as detected when the v
 Instructions: a pure-Python loop of 100 iterations against the same loop with 101 (1% more
 work), compared with metric="instructions" (the PMU where one is exposed, else valgrind).
 Targets: found in 10 of 10 trials; one instruction-mode measurement under 10 s of wall time.
+Then once with processes=5 (five heap layouts a side): the same change, and how far the
+layouts move a function that allocates (sorted of 150 ints) and one that does not.
 Run on a quiet machine: python benchmarks/sensitivity.py [TRIALS]   (default 10)
 """
 
@@ -20,7 +22,7 @@ import time
 import fastbench
 from fastbench import _core
 
-from _workloads import loop100, loop101
+from _workloads import loop100, loop101, sorted150
 
 BUDGET_S = 2.0
 PREPARE_S = 0.1  # calibration, warmup and floors of two 1 µs variants take about 0.05 s
@@ -53,6 +55,7 @@ def main() -> None:
     found = "none" if smallest is None else f"+{smallest * 100:.0f}%"
     print(f"smallest slowdown detected in >= 90% of trials: {found} (target +2% or better)")
     instructions(trials)
+    layouts()
 
 
 def instructions(trials: int) -> None:
@@ -73,6 +76,24 @@ def instructions(trials: int) -> None:
     print(f"  1% change found in {detected}/{trials} trials (target 10 of 10); one measurement "
           f"took {min(one):.1f}-{max(one):.1f} s (target under 10 s), a comparison "
           f"{min(walls):.1f}-{max(walls):.1f} s")
+
+
+
+def layouts() -> None:
+    start = time.monotonic()
+    c = fastbench.compare({"loop100": loop100, "loop101": loop101}, baseline="loop100",
+                          metric="instructions", processes=5)
+    wall = time.monotonic() - start
+    spans = {name: f"{min(m.runs):,.1f}-{max(m.runs):,.1f}"
+             for name, m in c.measurements.items()}
+    print(f"  with processes=5 (5 heap layouts a side): {c.verdicts['loop101']}, "
+          f"{c.results['loop101'].rel_diff_pct:+.2f}% (loop100 {spans['loop100']}, loop101 "
+          f"{spans['loop101']}); {wall:.1f} s")
+    sort = fastbench.measure(sorted150, metric="instructions", processes=5)
+    runs = ", ".join(f"{r:,.1f}" for r in sort.runs)
+    print(f"  sorted of 150 ints in 5 layouts: {runs} per call, spread "
+          f"{100 * sort.spread:.2f}% (loop100's: "
+          f"{100 * c.measurements['loop100'].spread:.2f}%)")
 
 
 if __name__ == "__main__":

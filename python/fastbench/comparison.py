@@ -373,7 +373,9 @@ def compare(
         a candidate is "faster" or "slower" when its count differs by more than
         ``tolerance`` (default 0.005, ±0.5%), else "within tolerance". Counts do not move
         with the host's speed; they cannot see stalls beyond the cache model, the clock
-        frequency or other threads.
+        frequency or other threads. They do move with the heap's layout: ``processes=N``
+        counts every variant in the same N layouts, and a difference whose ranges of
+        counts overlap is "cannot tell" (:func:`fastbench.counters.compare_counts`).
     tolerance : float
         With ``metric="instructions"``: the relative change that counts as a difference.
 
@@ -406,7 +408,7 @@ def compare(
                             f"got {type(variant).__name__}")
     check_choice("metric", metric, METRICS)
     if metric == "instructions":
-        return _compare_instructions(variants, baseline, setup, globals, tolerance)
+        return _compare_instructions(variants, baseline, setup, globals, tolerance, processes)
     check_int("rounds", rounds, 1, say_positive=False, maximum=MAX_COUNT)
     _check_judgement(alpha, min_effect, correction)  # before anything is measured
     cfg = run_config(warmup, min_time_s, rounds, loops, clock, disable_gc, max_time_s)
@@ -490,8 +492,10 @@ def judge_runs(
 
 def _compare_instructions(variants: Mapping[str, Callable[[], Any] | str], baseline: str,
                           setup: str, glob: dict[str, Any] | None,
-                          tolerance: float) -> InstructionComparison:
-    """compare() on instruction counts, one variant after the other."""
+                          tolerance: float, processes: object) -> InstructionComparison:
+    """compare() on instruction counts, one variant after the other; ``processes`` heap
+    layouts each."""
+    runs = 1 if processes is None else check_int("processes", processes, 1, say_positive=False)
     if glob:
         raise ValueError("metric='instructions' counts statements in a fresh process, which "
                          "gets no globals: import what the statement needs in setup")
@@ -500,9 +504,10 @@ def _compare_instructions(variants: Mapping[str, Callable[[], Any] | str], basel
     for name in [baseline, *(n for n in variants if n != baseline)]:
         variant = variants[name]
         if isinstance(variant, str):
-            counts[name] = count_statement_instructions(variant, setup, calls=calls, name=name)
+            counts[name] = count_statement_instructions(variant, setup, calls=calls, runs=runs,
+                                                        name=name)
         else:
-            counts[name] = count_instructions(variant, calls=calls, name=name)
+            counts[name] = count_instructions(variant, calls=calls, runs=runs, name=name)
         calls = counts[baseline].calls
     others = {n: c for n, c in counts.items() if n != baseline}
     return compare_instruction_counts(counts[baseline], others, baseline_name=baseline,

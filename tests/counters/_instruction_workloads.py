@@ -27,3 +27,10 @@ def spin(k: int) -> int:
 
 def fail() -> None:
     raise RuntimeError("workload failed on purpose")
+
+
+def sort_copy(values: list[int]) -> list[int]:
+    """A new sorted list: an allocation of ``len(values)`` pointers per call, through the C
+    allocator for a list past 64 items (the pools serve blocks up to 512 B), so its path
+    depends on where the allocator's free blocks lie."""
+    return sorted(values)

@@ -28,6 +28,7 @@ from fastbench.counters.simulation import (
     geometry_problem,
     simulate,
 )
+from fastbench.counters.simulation.simulation import simulate_statement
 from fastbench.counters.simulation.target import script_shebang
 from fastbench.errors import FastbenchError
 
@@ -183,6 +184,14 @@ def test_bad_arguments_are_refused_before_running() -> None:
         simulate(["true"], caches={"L2": (MIB, 8, 64)})
     with pytest.raises(ValueError, match="cachegrind only"):
         simulate(["true"], tool="callgrind", caches={"D1": (32 * KIB, 8, 64)})
+    with pytest.raises(ValueError, match="layout must be >= 0"):
+        simulate(_module_level, layout=-1)
+    with pytest.raises(ValueError, match="layout must be >= 0"):
+        simulate_statement("pass", layout=-1)
+    with pytest.raises(ValueError, match="a command lays out its own heap"):
+        simulate(["true"], layout=2)
+    with pytest.raises(TypeError, match="layout must be an int"):
+        simulate(_module_level, layout=1.5)  # type: ignore[arg-type]
 
 
 @pytest.mark.slow  # a real valgrind run: seconds

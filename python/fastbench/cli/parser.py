@@ -54,7 +54,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--target-rel-ci", type=float, default=None,
                    help="sample until the median's 95%% CI is within this fraction (e.g. 0.01)")
     add_processes(p, "run the measurement in N fresh worker processes, one after the other "
-                  "(about N times as long); the interval then covers run-to-run variation")
+                  "(about N times as long); the interval then covers run-to-run variation. "
+                  "With --metric instructions: count in N heap layouts")
     add_metric(p)
     add_output(p, "save the measurement to this JSON file")
     p.set_defaults(func=cmd_timeit)
@@ -75,7 +76,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="smallest relative difference called a change (default 0.01)")
     p.add_argument("--correction", default="holm", choices=["holm", "bh", "none"])
     add_processes(p, "with --run: measure the statements in N worker processes (see "
-                  "--pairing) and judge the paired run medians (t test)")
+                  "--pairing) and judge the paired run medians (t test); with --metric "
+                  "instructions, count each in N heap layouts and judge against their spread")
     p.add_argument("--pairing", default="workers", choices=["workers", "rounds"],
                    help="with --processes: 'workers' (default) measures each statement in "
                    "workers of its own, interleaved A B B A ...; 'rounds' measures all of them "

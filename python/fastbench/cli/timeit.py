@@ -18,7 +18,7 @@ def cmd_timeit(args: argparse.Namespace) -> int:
     stmt = "\n".join(args.stmt) or "pass"
     setup = "\n".join(args.setup) or "pass"
     if args.metric == "instructions":
-        count = timeit(stmt, setup=setup, metric="instructions")
+        count = timeit(stmt, setup=setup, metric="instructions", processes=args.processes)
         out(instruction_count_lines(count))
         _save(count, args.output)
         return 0

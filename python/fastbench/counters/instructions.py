@@ -24,7 +24,7 @@ from .samples import count_samples
 from .simulation import SimulatedCounts, SimulationTimeout, SimulationUnavailable, simulate
 from .simulation.runner import valgrind_path
 from .simulation.simulation import simulate_statement
-from .simulation.target import callable_spec, statement_loop, statement_source
+from .simulation.target import callable_spec, layout_pad, statement_loop, statement_source
 
 __all__ = ["CYCLE_WEIGHTS", "SOURCES", "VERDICTS", "CountComparison", "InstructionCount",
            "compare_counts", "count_instructions", "count_statement_instructions"]
@@ -32,7 +32,7 @@ __all__ = ["CYCLE_WEIGHTS", "SOURCES", "VERDICTS", "CountComparison", "Instructi
 SOURCES = ("pmu", "simulated")
 _SOURCE_CHOICES = ("auto", *SOURCES)
 _LABELS = {"pmu": "hardware PMU, user space", "simulated": "simulated: valgrind cachegrind"}
-VERDICTS = ("faster", "slower", "within tolerance")
+VERDICTS = ("faster", "slower", "within tolerance", "cannot tell")
 
 # calls=None: enough calls to take about this long natively, within [_MIN_CALLS, _MAX_CALLS].
 # Under valgrind (20-100x slower) that is one to two seconds on top of the interpreter's
@@ -71,8 +71,9 @@ class InstructionCount:
     per_call : float
         Instructions per call: the median of ``runs``.
     runs : tuple of float
-        Instructions per call of each repeated measurement; under valgrind they are the
-        same in every run.
+        Instructions per call of each run, run i counted in heap layout i (0: the heap as
+        the process left it; see ``runs=`` of :func:`count_instructions`). Under valgrind a
+        run repeats exactly, so runs differ only where the heap's layout moves the count.
     source : str
         "pmu" (hardware counters, this process) or "simulated" (valgrind cachegrind in a
         fresh interpreter).
@@ -108,8 +109,8 @@ class InstructionCount:
 
     @property
     def spread(self) -> float:
-        """(max - min) / median of ``runs``: 0.0 when they agree (always, simulated);
-        inf when they differ around a median of 0."""
+        """(max - min) / median of ``runs``: 0.0 when they agree; inf when they differ
+        around a median of 0. Over several layouts: how much the count owes to the heap."""
         low, high = min(self.runs), max(self.runs)
         if high == low:
             return 0.0
@@ -178,8 +179,10 @@ class CountComparison:
     tolerance : float
         Relative change within which the two count as the same (0.005: ±0.5%).
     verdict : str
-        "faster" (b below a by more than the tolerance), "slower" (above by more), or
-        "within tolerance".
+        "faster" (b below a by more than the tolerance), "slower" (above by more),
+        "within tolerance", or "cannot tell" (the medians differ by more than the
+        tolerance but the runs of the two sides, each counted in several heap layouts,
+        overlap: the difference is no larger than what the heap's layout alone moves).
     source : str
         "pmu" or "simulated", shared by both sides.
     warnings : tuple of str
@@ -266,7 +269,11 @@ def count_instructions(
     allocates takes other paths through the allocator on a heap laid out differently
     (``sorted`` of a 150-int list counted 12760 instructions imported by ``-c``, 12781 and
     12934 from two versions of a script run as ``__main__``): repeats agree exactly, but
-    a difference of 1-2% between different scripts may be the heap's.
+    a difference of 1-2% between different scripts may be the heap's. ``runs`` > 1 counts
+    in as many layouts (run i after :data:`~fastbench.counters.simulation.target.LAYOUT_PAD`
+    allocates a fixed mix of objects drawn from seed i, in the empty run too, so the pad
+    cancels); ``spread`` then says how much the heap moves the count, and
+    :func:`compare_counts` gives a verdict only beyond it.
 
     Parameters
     ----------
@@ -279,8 +286,10 @@ def count_instructions(
         by timing batches of 1, 10, 100, ... calls in this process until one lasts 1 ms,
         clamped to [10, 10000]; so ``fn`` runs here first, also for the simulated source.
     runs : int
-        Whole measurements (>= 1); ``per_call`` is the median. runs=2 checks that the
-        count repeats; simulated runs go in parallel when the machine has cores to spare.
+        Whole measurements (>= 1), each in its own heap layout: run 0 in the heap as the
+        process left it, run i after layout pad i; ``per_call`` is the median. 5 lets
+        :func:`compare_counts` tell a change from the heap's layout; simulated runs go in
+        parallel when the machine has cores to spare.
     source : {"auto", "pmu", "simulated"}
         Where the count comes from; see above.
     timeout_s : float
@@ -336,7 +345,8 @@ def count_instructions(
                           "(vectorcall) is counted")
     count_calls = n_calls
     return _count_simulated(
-        label, lambda t: simulate(fn, *args, calls=count_calls, tool="cachegrind", timeout_s=t),
+        label, lambda t, layout: simulate(fn, *args, calls=count_calls, tool="cachegrind",
+                                          timeout_s=t, layout=layout),
         n_calls, n_runs, timeout, started, reason,
         "the driver's for step and the call itself are counted")
 
@@ -373,7 +383,8 @@ def count_statement_instructions(
     calls : int, optional
         Executions per measurement (>= 1); None picks them as count_instructions does.
     runs : int
-        Whole measurements (>= 1); ``per_call`` is the median.
+        Whole measurements (>= 1), each in its own heap layout (the pad is made before the
+        setup); ``per_call`` is the median.
     source : {"auto", "pmu", "simulated"}
         Where the count comes from.
     timeout_s : float
@@ -428,8 +439,9 @@ def count_statement_instructions(
                           "iteration's for step is counted with the statement")
     count_calls = n_calls
     return _count_simulated(
-        label, lambda t: simulate_statement(stmt, setup, calls=count_calls, tool="cachegrind",
-                                            timeout_s=t),
+        label, lambda t, layout: simulate_statement(stmt, setup, calls=count_calls,
+                                                    tool="cachegrind", timeout_s=t,
+                                                    layout=layout),
         n_calls, n_runs, timeout, started, reason,
         "the setup cancels; each iteration's for step is counted with the statement")
 
@@ -445,6 +457,12 @@ def compare_counts(a: InstructionCount, b: InstructionCount, *,
     not a time, and ``warnings`` always say what it cannot see. One-off costs of the first
     calls are spread over ``calls``: a warning says when the sides' calls differ by 2x or
     more.
+
+    Where both sides were counted in several heap layouts (``runs`` >= 2), a difference
+    beyond the tolerance is a verdict only when every run of one side lies beyond every
+    run of the other; where their ranges overlap, the verdict is "cannot tell". Two sides
+    that differ only by chance are separated so with probability 2 / C(2n, n) for n runs
+    a side: 10% at 3 and 0.8% at 5, before the tolerance rules out more.
 
     Parameters
     ----------
@@ -480,6 +498,8 @@ def compare_counts(a: InstructionCount, b: InstructionCount, *,
     ratio = b.per_call / a.per_call
     if abs(b.per_call - a.per_call) <= tol * a.per_call:  # no rounding of the ratio at the edge
         verdict = "within tolerance"
+    elif _runs_overlap(a, b):
+        verdict = "cannot tell"
     else:
         verdict = "faster" if ratio < 1.0 else "slower"
     return CountComparison(a=a.per_call, b=b.per_call, speedup=a.per_call / b.per_call,
@@ -490,6 +510,13 @@ def compare_counts(a: InstructionCount, b: InstructionCount, *,
 # -- helpers --------------------------------------------------------------------------------------
 
 
+def _runs_overlap(a: InstructionCount, b: InstructionCount) -> bool:
+    """Both sides counted in several layouts, and their ranges of counts meet."""
+    if len(a.runs) < 2 or len(b.runs) < 2:
+        return False
+    return max(a.runs) >= min(b.runs) and max(b.runs) >= min(a.runs)
+
+
 def _comparison_warnings(a: InstructionCount, b: InstructionCount,
                          tolerance: float) -> tuple[str, ...]:
     out = ["instruction counts do not see time lost to stalls beyond the cache model, the "
@@ -498,8 +525,8 @@ def _comparison_warnings(a: InstructionCount, b: InstructionCount,
            "a count depends on the process's history: code that allocates takes other paths "
            "through the memory allocator when the heap was laid out differently before the "
            "calls (other imports, a longer script), which has moved one unchanged function's "
-           "count by 1.5%; differences of that size between counts made in different "
-           "scripts are not sure"]
+           "count by 2%; counted in several layouts a side (runs=5, or processes=5), a "
+           "difference is judged against their spread"]
     if a.source == "simulated":
         out.append("cache misses and branch mispredictions are simulated by valgrind "
                    "cachegrind (two cache levels, no prefetcher), not measured; the "
@@ -516,12 +543,16 @@ def _comparison_warnings(a: InstructionCount, b: InstructionCount,
     limit = tolerance / 10.0
     for role, side in (("baseline", a), ("candidate", b)):
         if len(side.runs) > 1 and side.spread > limit:
-            out.append(f"the runs of the {role} ({side.name}) disagree by "
-                       f"{100 * side.spread:.3g}%, more than a tenth of the tolerance "
-                       f"({100 * limit:.3g}%): the verdict may be noise; raise calls or runs")
-        elif len(side.runs) == 1 and side.source == "pmu":
-            out.append(f"the {role} ({side.name}) was measured once (runs=1), so how well its "
-                       "count repeats is unknown; runs=3 checks it")
+            out.append(f"the {len(side.runs)} runs of the {role} ({side.name}), each in its "
+                       f"own heap layout, span {100 * side.spread:.3g}%, more than a tenth "
+                       f"of the tolerance ({100 * limit:.3g}%): part of any difference is the "
+                       "heap's")
+    single = [role for role, side in (("baseline", a), ("candidate", b)) if len(side.runs) == 1]
+    if single:
+        out.append(f"the {' and the '.join(single)} {'were' if len(single) == 2 else 'was'} "
+                   "counted in one heap layout (runs=1), so how much the layout moves "
+                   "the count is unknown; runs=5 (processes=5 in measure, compare and "
+                   "timeit) counts in five and judges the difference against them")
     return tuple(out)
 
 
@@ -604,7 +635,8 @@ def _count_pmu(label: str, run_sample: Callable[[], object], empty_sample: Calla
     was_enabled = gc.isenabled()
     gc.disable()  # collections would add instructions at random points, as in timing
     try:
-        for _ in range(runs):
+        for layout in range(runs):
+            pad = layout_pad(layout)  # alive while this run counts
             run_sample()  # warm-up: first-call costs, the interpreter's specialising
             counts = count_samples(run_sample, _PMU_EVENTS, loops=calls, samples=_PMU_SAMPLES,
                                    missing="skip", empty_sample=empty_sample,
@@ -617,6 +649,7 @@ def _count_pmu(label: str, run_sample: Callable[[], object], empty_sample: Calla
                 events.setdefault(event, []).append(value)
             skipped.update(counts.skipped)
             scaled = scaled or counts.scaled
+            del pad
     finally:
         if was_enabled:
             gc.enable()
@@ -627,6 +660,8 @@ def _count_pmu(label: str, run_sample: Callable[[], object], empty_sample: Calla
         f"per call: median of {_PMU_SAMPLES} samples of {calls} calls, {net}; the cyclic GC "
         "was paused",
     ]
+    if runs > 1:
+        notes.append(_layouts_note(runs))
     notes.extend(f"{event} not counted: {reason}" for event, reason in skipped.items())
     if scaled:
         notes.append("the kernel multiplexed the counters: the counts are scaled estimates")
@@ -639,18 +674,24 @@ def _count_pmu(label: str, run_sample: Callable[[], object], empty_sample: Calla
         wall_s=time.perf_counter() - started, notes=tuple(notes))
 
 
-def _count_simulated(label: str, measure: Callable[[float], SimulatedCounts], calls: int,
+def _layouts_note(runs: int) -> str:
+    return (f"{runs} runs in {runs} heap layouts: run 0 in the heap as the process left it, "
+            "run i after layout pad i (objects of 1 B to 4 KiB drawn from seed i, about half "
+            "freed); their spread is how much the heap's layout moves the count")
+
+
+def _count_simulated(label: str, measure: Callable[[float, int], SimulatedCounts], calls: int,
                      runs: int, timeout: float, started: float, why: str,
                      counted: str) -> InstructionCount:
     deadline = time.monotonic() + timeout
 
-    def one(_: int) -> SimulatedCounts:
+    def one(layout: int) -> SimulatedCounts:
         left = deadline - time.monotonic()
         if left <= 0.0:
             raise SimulationTimeout(f"the simulated runs of {label} did not finish within "
                                     f"timeout_s={timeout:g} s; pass a larger timeout_s or "
                                     "fewer runs or calls")
-        return measure(left)
+        return measure(left, layout)
 
     # Each simulation runs two valgrind processes at once; run more only with cores to spare.
     workers = min(runs, max(1, (os.cpu_count() or 1) // 2))
@@ -675,6 +716,8 @@ def _count_simulated(label: str, measure: Callable[[float], SimulatedCounts], ca
         "branches (KCachegrind's weights): an estimate that ignores overlap, prefetching and "
         "the pipeline",
     ]
+    if runs > 1:
+        notes.append(_layouts_note(runs))
     if why:
         notes.append(why)
     for r in results:

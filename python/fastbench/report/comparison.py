@@ -12,6 +12,7 @@ from .table import table
 
 if TYPE_CHECKING:
     from ..comparison import Comparison, InstructionComparison
+    from ..counters import InstructionCount
     from ..measurement import Measurement
     from ..stats import SampleComparison
 
@@ -107,15 +108,28 @@ def instruction_comparison_lines(c: InstructionComparison) -> list[str]:
     base = c.counts[c.baseline]
     lines = [f"baseline: {c.baseline} (instructions per call, {base.label}; a change beyond "
              f"±{format_rel(c.tolerance)} is a difference)"]
-    rows = [[c.baseline, f"{base.per_call:,.1f}", _cycles(base.estimated_cycles), "", ""]]
+    layouts = any(len(m.runs) > 1 for m in c.counts.values())
+    rows = [[c.baseline, f"{base.per_call:,.1f}", *_layout_range(base, layouts),
+             _cycles(base.estimated_cycles), "", ""]]
     for name, r in c.results.items():
         m = c.counts[name]
-        rows.append([name, f"{m.per_call:,.1f}", _cycles(m.estimated_cycles),
-                     f"{r.rel_diff_pct:+.3f}%", r.verdict])
-    lines += table(["variant", "instructions", "est. cycles", "change", "verdict"], rows)
+        rows.append([name, f"{m.per_call:,.1f}", *_layout_range(m, layouts),
+                     _cycles(m.estimated_cycles), f"{r.rel_diff_pct:+.3f}%", r.verdict])
+    head = ["variant", "instructions", *(["over layouts"] if layouts else []), "est. cycles",
+            "change", "verdict"]
+    lines += table(head, rows)
     # What counts cannot see is the same sentence for every candidate: said once.
     warnings = dict.fromkeys(w for r in c.results.values() for w in r.warnings)
     return lines + [f"  note: {w}" for w in warnings]
+
+
+def _layout_range(m: InstructionCount, shown: bool) -> list[str]:
+    """The range of a count's runs (one per heap layout), where any variant has several."""
+    if not shown:
+        return []
+    if len(m.runs) == 1:
+        return ["1 layout"]
+    return [f"{min(m.runs):,.1f}-{max(m.runs):,.1f} ({len(m.runs)})"]
 
 
 def _cycles(value: float | None) -> str:

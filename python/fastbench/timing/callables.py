@@ -47,13 +47,11 @@ def _instructions(fn: Callable[..., Any] | str, args: tuple[Any, ...], kwargs: d
     if kwargs:
         raise TypeError("metric='instructions' passes positional arguments only (the call is "
                         f"rebuilt in a fresh process); got keyword arguments {sorted(kwargs)}")
-    if processes is not None:
-        raise ValueError("metric='instructions' does not take processes: instruction counts "
-                         "do not vary from run to run")
+    runs = 1 if processes is None else check_int("processes", processes, 1, say_positive=False)
     target = importable(fn).resolve() if isinstance(fn, str) else fn
     if not callable(target):
         raise TypeError(f"fn must be callable, got {type(target).__name__}")
-    return count_instructions(target, *args, name=name)
+    return count_instructions(target, *args, runs=runs, name=name)
 
 
 @overload
@@ -173,8 +171,10 @@ def measure(
         exposed, otherwise under valgrind in a fresh process (``fn`` importable, positional
         arguments picklable), labelled "simulated", with a cycle estimate from the simulated
         cache misses. Counts do not move with the host's speed; they cannot see stalls
-        beyond the cache model, frequency or other threads. The timing options do not apply
-        (see :func:`fastbench.counters.count_instructions` for its own).
+        beyond the cache model, frequency or other threads, and they depend on the heap's
+        layout: ``processes=N`` counts in N layouts (``runs=N`` of
+        :func:`fastbench.counters.count_instructions`), whose spread a comparison judges
+        against. The timing options do not apply.
 
     Returns
     -------

@@ -11,7 +11,7 @@ import textwrap
 from typing import Any, Callable, Literal, overload
 
 from .. import _core
-from .._checks import check_bool, check_choice
+from .._checks import check_bool, check_choice, check_int
 from ..counters import InstructionCount, count_statement_instructions
 from ..measurement import Measurement
 from .config import DEFAULT_DURATION_S, DEFAULT_SAMPLE_S, run_config
@@ -150,7 +150,7 @@ def timeit(
     fresh worker processes one after the other (see :func:`measure`); ``globals`` must then
     pickle. ``metric="instructions"`` counts the instructions of one execution of ``stmt``
     instead (:func:`fastbench.counters.count_statement_instructions`; no ``globals``: the
-    setup imports what the statement needs).
+    setup imports what the statement needs; ``processes=N`` counts in N heap layouts).
 
     Raises
     ------
@@ -161,15 +161,14 @@ def timeit(
     """
     if check_choice("metric", metric, METRICS) == "instructions":
         if callable(stmt):
-            return measure(stmt, metric="instructions")
+            return measure(stmt, metric="instructions", processes=processes)
         if globals:
             raise ValueError("metric='instructions' counts the statement in a fresh namespace "
                              "(a fresh process under valgrind), which gets no globals: import "
                              "what it needs in setup")
-        if processes is not None:
-            raise ValueError("metric='instructions' does not take processes: instruction "
-                             "counts do not vary from run to run")
-        return count_statement_instructions(stmt, setup)
+        runs = 1 if processes is None else check_int("processes", processes, 1,
+                                                      say_positive=False)
+        return count_statement_instructions(stmt, setup, runs=runs)
     if callable(stmt):
         return measure(
             stmt, warmup=warmup, min_time_s=min_time_s, repeat=repeat, duration_s=duration_s,

@@ -55,6 +55,10 @@ def _check_args(tool: object, calls: object, timeout_s: object) -> tuple[int, fl
     return count, check_seconds("timeout_s", timeout_s)
 
 
+def _check_layout(layout: object) -> int:
+    return check_int("layout", layout, 0)
+
+
 def _explicit_caches(caches: Mapping[str, tuple[int, int, int]] | None,
                      tool: str) -> dict[str, CacheGeometry]:
     if caches is not None and tool != "cachegrind":
@@ -158,6 +162,7 @@ def simulate(
     tool: str = "cachegrind",
     caches: Mapping[str, tuple[int, int, int]] | None = None,
     timeout_s: float = 600.0,
+    layout: int = 0,
 ) -> SimulatedCounts:
     """Count instructions, and simulate cache misses and branch mispredictions, under valgrind.
 
@@ -212,6 +217,12 @@ def simulate(
     timeout_s : float
         Wall-time limit in seconds for the whole simulation (valgrind is 20-100x slower
         than native); the runs are killed when it passes.
+    layout : int
+        A callable only: the heap's arrangement before the calls. 0 (default) leaves it
+        as importing the target and unpickling the arguments left it; k >= 1 first
+        allocates a fixed mix of objects (1 B to 4 KiB, about half freed again) drawn
+        from seed k, in both runs, so code that allocates starts from other free blocks.
+        Counts under several layouts show how much the count owes to the heap.
 
     Returns
     -------
@@ -235,13 +246,14 @@ def simulate(
         object, partial), unpicklable arguments, arguments given to a command, or a
         malformed ``caches``.
     ValueError
-        An unknown tool, ``calls`` < 1, ``timeout_s`` <= 0, an empty command, a cache
-        geometry cachegrind cannot simulate (the message suggests the nearest it can),
-        or ``caches`` with callgrind.
+        An unknown tool, ``calls`` < 1, ``timeout_s`` <= 0, ``layout`` < 0 or with a
+        command, an empty command, a cache geometry cachegrind cannot simulate (the
+        message suggests the nearest it can), or ``caches`` with callgrind.
     FileNotFoundError
         The command's program does not exist.
     """
     calls, timeout = _check_args(tool, calls, timeout_s)
+    seed = _check_layout(layout)
     explicit = _explicit_caches(caches, tool)
     if isinstance(target, (str, list, tuple)):
         if args:
@@ -249,6 +261,9 @@ def simulate(
                             "the command list")
         if calls != 1:
             raise ValueError("calls applies to a callable; a command runs once")
+        if seed:
+            raise ValueError("layout applies to a callable or a statement; a command lays "
+                             "out its own heap")
         argv = command_argv(target)
         _refuse_nested()
         valgrind = valgrind_path()
@@ -279,7 +294,8 @@ def simulate(
     except Exception as exc:  # noqa: BLE001 - pickling raises many types
         raise TypeError(f"the arguments must be picklable to reach the simulated process: "
                         f"{type(exc).__name__}: {exc}") from None
-    spec = {"module": module, "qualname": qualname, "main_path": main_path, "args": args_blob}
+    spec = {"module": module, "qualname": qualname, "main_path": main_path, "args": args_blob,
+            "layout": seed}
     return _simulate_in_python(f"{module}:{qualname}", "import only", spec, calls, tool,
                                explicit, timeout)
 
@@ -292,6 +308,7 @@ def simulate_statement(
     tool: str = "cachegrind",
     caches: Mapping[str, tuple[int, int, int]] | None = None,
     timeout_s: float = 600.0,
+    layout: int = 0,
 ) -> SimulatedCounts:
     """Count instructions per execution of a statement string, under valgrind.
 
@@ -318,6 +335,8 @@ def simulate_statement(
     timeout_s : float
         Wall-time limit in seconds for the whole simulation; the runs are killed when it
         passes.
+    layout : int
+        The heap's arrangement before the setup, as for :func:`simulate`.
 
     Returns
     -------
@@ -338,14 +357,16 @@ def simulate_statement(
     SyntaxError
         ``stmt`` or ``setup`` does not compile (checked before valgrind starts).
     ValueError
-        An unknown tool, ``calls`` < 1, ``timeout_s`` <= 0, a cache geometry cachegrind
-        cannot simulate, or ``caches`` with callgrind.
+        An unknown tool, ``calls`` < 1, ``timeout_s`` <= 0, ``layout`` < 0, a cache
+        geometry cachegrind cannot simulate, or ``caches`` with callgrind.
     """
     calls, timeout = _check_args(tool, calls, timeout_s)
+    seed = _check_layout(layout)
     explicit = _explicit_caches(caches, tool)
     source = statement_source(stmt, setup)
-    return _simulate_in_python(f"statement {stmt!r}", "setup only", {"statement": source},
-                               calls, tool, explicit, timeout)
+    return _simulate_in_python(f"statement {stmt!r}", "setup only",
+                               {"statement": source, "layout": seed}, calls, tool, explicit,
+                               timeout)
 
 
 def _simulate_in_python(name: str, what_none: str, spec_base: Mapping[str, Any], calls: int,

@@ -17,8 +17,9 @@ import textwrap
 from functools import partial
 from typing import Any, Callable, Sequence, Union
 
-__all__ = ["DRIVER", "STATEMENT_NAMESPACE", "TargetArg", "callable_spec", "check_program",
-           "command_argv", "script_shebang", "statement_loop", "statement_source"]
+__all__ = ["DRIVER", "LAYOUT_PAD", "STATEMENT_NAMESPACE", "TargetArg", "callable_spec",
+           "check_program", "command_argv", "layout_pad", "script_shebang", "statement_loop",
+           "statement_source"]
 
 # The module name a statement's loop runs under, here and in the driver: neither "__main__"
 # (the driver's own) nor the name of an importable module.
@@ -26,9 +27,47 @@ STATEMENT_NAMESPACE = "__fastbench_statement__"
 # The file name a statement's tracebacks show.
 _STATEMENT_FILE = "<fastbench-statement>"
 
+# Another arrangement of the heap before the calls. Code that allocates takes other paths
+# through the interpreter's small-object pools and the C allocator when the free blocks lie
+# elsewhere, so one count is one layout's; counting under several shows how much that moves
+# it. Layout 0 leaves the heap as it is. Layout k >= 1 allocates a mix of 64-511 bytes
+# objects of 1 B to 4 KiB (a quarter of them above the pools' 512 B limit), drawn from an
+# LCG seeded by k (no import, so the same in every process), and keeps about half alive:
+# their holes, and the blocks they hold, move later allocations. The same source runs in
+# this process (the PMU) and in the driver (valgrind).
+LAYOUT_PAD = """\
+def _fastbench_layout(seed):
+    if seed <= 0:
+        return []
+    state = [(seed * 2654435761) % 2147483648 or 1]
+    def draw():
+        state[0] = (state[0] * 1103515245 + 12345) % 2147483648
+        return state[0] >> 8
+    kept = []
+    for _ in range(64 + draw() % 448):
+        r = draw()
+        block = bytes(1 + (r >> 2) % (4096 if r & 1 else 512))
+        if r & 2:
+            kept.append(block)
+    return kept
+"""
+
+
+def _compile_pad() -> Callable[[int], list[bytes]]:
+    namespace: dict[str, Any] = {}
+    exec(compile(LAYOUT_PAD, "<fastbench-layout>", "exec"), namespace)  # noqa: S102
+    pad: Callable[[int], list[bytes]] = namespace["_fastbench_layout"]
+    return pad
+
+
+layout_pad: Callable[[int], list[bytes]] = _compile_pad()
+layout_pad.__doc__ = ("The objects that lay the heap out as layout ``seed`` (0: nothing); keep "
+                      "them alive while counting.")
+
 # Runs inside valgrind, twice, with the same text; only the spec file (same path length)
 # differs, and within it only the number of calls, so the two processes do the same work
-# up to the calls. sys.path comes first so that the target's module imports as it does here.
+# up to the calls, the layout pad (LAYOUT_PAD) included. sys.path comes first so that the
+# target's module imports as it does here.
 # A statement spec carries the source of statement_source(): its setup runs in both
 # processes, its loop 0 times in one and ``calls`` times in the other.
 DRIVER = """\
@@ -36,9 +75,11 @@ import pickle, sys
 with open(sys.argv[1], "rb") as f:
     spec = pickle.load(f)
 sys.path[:] = spec["sys_path"] + [p for p in sys.path if p not in spec["sys_path"]]
+%s
 if spec.get("statement") is not None:
     namespace = {"__name__": %r}
     exec(compile(spec["statement"], %r, "exec"), namespace)
+    pad = _fastbench_layout(spec.get("layout", 0))
     namespace["inner"](spec["calls"])
     sys.exit(0)
 if spec["main_path"] is None:
@@ -52,9 +93,10 @@ else:
 for name in spec["qualname"].split("."):
     obj = getattr(obj, name)
 args = pickle.loads(spec["args"])
+pad = _fastbench_layout(spec.get("layout", 0))
 for _ in range(spec["calls"]):
     obj(*args)
-""" % (STATEMENT_NAMESPACE, _STATEMENT_FILE)
+""" % (LAYOUT_PAD, STATEMENT_NAMESPACE, _STATEMENT_FILE)
 
 # A statement runs as the stdlib's timeit runs it: ``setup`` once, then ``stmt`` in a
 # ``for`` loop inside a function, so names from ``setup`` are fast locals. The loop counter
