@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -106,3 +107,28 @@ def test_the_command_line_counts_a_statement_in_several_layouts() -> None:
     assert done.returncode == 0, done.stderr
     assert "3 run(s) of" in done.stdout
     assert "3 runs in 3 heap layouts" in done.stdout
+
+
+def test_saved_counts_are_judged_against_their_layouts_on_the_command_line(
+        tmp_path: Path) -> None:
+    """`fastbench compare A.json B.json` on saved counts: 1.5% more in the median is "cannot
+    tell" while the layouts' ranges meet (exit 0, even with --fail-slower 1), and "slower"
+    once they part (exit 3 with --fail-slower 1)."""
+    paths = {}
+    for name, runs in LAYOUT_RUNS.items():
+        paths[name] = str(tmp_path / f"{name}.json")
+        fastbench.save(_count(name, runs), paths[name])
+    env = dict(os.environ, PYTHONIOENCODING="utf-8")
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "fastbench", "compare", *args],
+                              capture_output=True, text=True, timeout=120, env=env,
+                              check=False)
+
+    met = cli(paths["base"], paths["shifted"], "--fail-slower", "1")
+    assert met.returncode == 0, met.stderr
+    row = next(line for line in met.stdout.splitlines() if line.strip().startswith("shifted"))
+    assert "+1.500%" in row and "cannot tell" in row and "1,008.0-1,030.0 (5)" in row
+    parted = cli(paths["base"], paths["apart"], "--fail-slower", "1")
+    assert parted.returncode == 3
+    assert "slower" in parted.stdout and "apart.json" in parted.stderr
