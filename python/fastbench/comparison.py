@@ -15,10 +15,10 @@ from typing import Any, Callable, Literal, Mapping, Sequence, overload
 from ._checks import check_choice, check_finite, check_fraction, check_int
 from .counters import CountComparison, InstructionCount, compare_counts
 from .counters import count_instructions, count_statement_instructions
-from .machine import known_run_variation
+from .machine import known_run_variation, results_key
 from .measurement import Measurement
 from .stats import SampleComparison, adjust_pvalues, compare_samples
-from .stats.runs import compare_runs
+from .stats.runs import SuccessiveSpread, compare_runs
 from .timing import Target, callable_target, run_config, statement_target
 from .timing.sampling import run_rounds
 from .timing.targets import learned_variation
@@ -480,14 +480,31 @@ def judge_runs(
     _check_judgement(alpha, min_effect, correction)
     variation, df, source = _variation(list(measurements.values()), run_variation)
     base = measurements[baseline_name]
-    results = {
-        name: compare_runs(base.run_medians_ns, m.run_medians_ns, paired=paired, alpha=alpha,
-                           min_effect=min_effect, run_variation=variation, variation_df=df,
-                           within_a=_within(base), within_b=_within(m),
-                           variation_source=source)
-        for name, m in measurements.items() if name != baseline_name
-    }
+    results = {}
+    for name, m in measurements.items():
+        if name == baseline_name:
+            continue
+        between = None if paired else _between(base, m)
+        results[name] = compare_runs(
+            base.run_medians_ns, m.run_medians_ns, paired=paired, alpha=alpha,
+            min_effect=min_effect, run_variation=variation, variation_df=df,
+            within_a=_within(base), within_b=_within(m), variation_source=source,
+            between_variation=None if between is None else between.sd,
+            between_df=None if between is None else between.df,
+            between_source="" if between is None else
+            f"this benchmark's {between.runs} saved results of {base.runs} and {m.runs} "
+            "processes")
     return _corrected(results, correction)
+
+
+def _between(a: Measurement, b: Measurement) -> SuccessiveSpread | None:
+    """How whole results of several runs vary between invocations here: what the run log
+    learned from at least 3 saved results of these workloads with the same processes."""
+    if a.runs < 3 or b.runs < 3 or not a.workload or not b.workload:
+        return None
+    learned = learned_variation(*sorted({results_key(a.workload, a.runs),
+                                         results_key(b.workload, b.runs)}))
+    return learned if learned is not None and learned.runs >= 3 else None
 
 
 def _compare_instructions(variants: Mapping[str, Callable[[], Any] | str], baseline: str,
@@ -604,7 +621,10 @@ def compare_measurements(
     and :func:`fastbench.stats.runs.compare_runs` decides:
 
     - several runs per side (at least 3, e.g. saved with ``processes=5``): Welch's t test
-      on the log run medians;
+      on the log run medians, widened to how whole results of these workloads with as many
+      processes vary between invocations where the run log holds 3 or more of them (the
+      runs of one result shared its invocation; :func:`fastbench.stats.runs.compare_runs`'s
+      ``between_variation``);
     - a single run on a side: the difference must exceed the run-to-run variation:
       ``run_variation`` when given; else what this machine's run log learned of the
       workload from its saved single runs (:mod:`fastbench.machine.runlog`; the spread of

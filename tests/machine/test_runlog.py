@@ -13,7 +13,13 @@ import pytest
 import fastbench
 from fastbench import Measurement, compare_measurements
 from fastbench.machine import runlog
-from fastbench.machine.runlog import KEEP_RUNS, logged_runs, record_runs, run_log_path
+from fastbench.machine.runlog import (
+    KEEP_RUNS,
+    logged_runs,
+    record_runs,
+    results_key,
+    run_log_path,
+)
 from fastbench.results import load, save
 
 
@@ -69,15 +75,20 @@ def test_off_means_nothing_written_or_read(log_on: Path, monkeypatch: pytest.Mon
     assert logged_runs("w") == (10.0,)
 
 
-def test_saving_single_runs_feeds_the_log_and_several_runs_do_not(log_on: Path) -> None:
+def test_saving_feeds_the_log_single_runs_and_whole_results_apart(log_on: Path) -> None:
     save(_single(1000.0), log_on / "a.json")
     save({"x": _single(1010.0), "y": _single(2000.0, "statement:other")}, log_on / "b.json")
     save([_single(1020.0), _single(990.0, "")], log_on / "c.json")  # "": an unknown workload
-    save(Measurement.from_runs([_single(1000.0), _single(1030.0), _single(970.0)]),
-         log_on / "d.json")
+    several = Measurement.from_runs([_single(1000.0), _single(1030.0), _single(970.0)])
+    save(several, log_on / "d.json")
     save(_single(1000.0), log_on / "e.json")  # the same result again
     assert logged_runs("statement:abc") == (1000.0, 1010.0, 1020.0)
     assert logged_runs("statement:other") == (2000.0,)
+    # A result of 3 processes goes under its own key: its run-level median, the geometric
+    # mean of its runs' medians.
+    assert results_key("statement:abc", 3) == "statement:abc|processes=3"
+    assert logged_runs("statement:abc|processes=3") == (several.median_ns,)
+    assert several.median_ns == pytest.approx((1000.0 * 1030.0 * 970.0) ** (1 / 3))
     assert load(log_on / "a.json").workload == "statement:abc"  # type: ignore[union-attr]
 
 
@@ -129,3 +140,41 @@ def test_two_saved_runs_can_only_say_cannot_tell(log_on: Path) -> None:
     r = compare_measurements(a, {"b": b}).results["b"]
     assert r.verdict == "cannot tell"  # the pair is all the log knows: t with 1 df
     assert any("this benchmark's 2 saved runs here" in w for w in r.warnings)
+
+
+def _result(level_ns: float, seed: int, runs: int = 5, spread: float = 0.005) -> Measurement:
+    """A result of ``runs`` processes around ``level_ns``: each run's median drawn with a
+    relative SD of ``spread`` (the processes of one invocation)."""
+    rng = np.random.default_rng(seed)
+    return Measurement.from_runs([_single(float(level_ns * math.exp(rng.normal(0.0, spread))))
+                                  for _ in range(runs)])
+
+
+def test_results_of_several_processes_are_judged_against_how_saved_results_vary(
+        log_on: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each invocation shifts its whole result by an offset of about 4% that its 5 runs
+    (0.5% apart) share. Two results 6% apart look very different to Welch's test on their
+    runs; against the spread of the 12 saved results they are not."""
+    rng = np.random.default_rng(7)
+    offsets = [*rng.normal(0.0, 0.04, 10), 0.0, 0.06]
+    for i, off in enumerate(offsets):
+        save(_result(1000.0 * math.exp(off), seed=100 + i), log_on / f"r{i}.json")
+    a, b = load(log_on / "r10.json"), load(log_on / "r11.json")
+    assert isinstance(a, Measurement) and isinstance(b, Measurement) and a.runs == 5
+    figures = np.log(logged_runs(results_key(a.workload, 5)))
+    assert figures.size == 12
+    judged = compare_measurements(a, {"b": b}).results["b"]
+    steps = np.diff(figures)
+    sd = math.sqrt(float(np.sum(steps**2)) / (2 * steps.size))
+    assert judged.level == "runs" and "against the spread of saved results" in judged.test
+    assert judged.verdict == "no significant difference"
+    assert any(f"vary by about {sd * 100:.1f}% between invocations" in w
+               for w in judged.warnings)
+    # The interval is sqrt(2) times that spread wide on each side, on t with its df.
+    lo, hi = judged.speedup_ci or (0.0, 0.0)
+    assert math.log(hi / lo) / 2 > 1.959964 * math.sqrt(2) * sd
+    # Without the log, the runs alone call it slower, and say what they cannot see.
+    monkeypatch.setenv("FASTBENCH_RUN_LOG", "0")
+    alone = compare_measurements(a, {"b": b}).results["b"]
+    assert alone.verdict == "slower" and alone.test == "welch t (run medians)"
+    assert any("shared one invocation" in w for w in alone.warnings)

@@ -172,3 +172,44 @@ def test_no_difference_between_runs_says_what_it_rules_out() -> None:
     found = compare_runs(a, [x * 1.5 for x in b])
     assert found.verdict == "slower"
     assert not any("rules out" in w for w in found.warnings)
+
+
+@pytest.mark.slow  # 6000 comparisons: seconds
+def test_an_invocation_effect_is_held_by_the_spread_of_whole_results() -> None:
+    """Separate invocations shift all their runs together (SD 1.5% here) on top of each
+    run's own 1.4%. Welch's test on 5 runs a side sees only the latter and calls identical
+    code different far more often than alpha; judged against how whole results vary (the
+    known SD of a 5-run result's mean log, so exactly normal), the rate is at most alpha,
+    and a true 10% change is still found nearly always."""
+    rng = np.random.default_rng(20261128)
+    s_inv, s_run, n, trials = 0.015, 0.014, 5, 2000
+    between = math.sqrt(s_inv**2 + s_run**2 / n)
+
+    def side(shift: float) -> np.ndarray:
+        return 1000.0 * np.exp(shift + rng.normal(0.0, s_inv) + rng.normal(0.0, s_run, n))
+
+    welch = held = found = 0
+    for _ in range(trials):
+        a, b, slow = side(0.0), side(0.0), side(math.log(1.10))
+        welch += compare_runs(a, b).verdict != "no significant difference"
+        held += compare_runs(a, b, between_variation=between).verdict != \
+            "no significant difference"
+        found += compare_runs(a, slow, between_variation=between).verdict == "slower"
+    sigma = math.sqrt(0.05 * 0.95 / trials)
+    assert welch / trials > 0.15
+    assert held / trials < 0.05 + 3 * sigma
+    assert found / trials > 0.9
+
+
+def test_the_spread_of_whole_results_only_ever_widens_the_test() -> None:
+    a = np.array([1000.0, 1010.0, 990.0, 1005.0, 995.0])
+    b = a * 1.05
+    plain = compare_runs(a, b)
+    tight = compare_runs(a, b, between_variation=0.0001, between_df=20)
+    assert tight.p_value == plain.p_value and tight.test == plain.test
+    wide = compare_runs(a, b, between_variation=0.05, between_df=8, between_source="x's")
+    assert wide.p_value > plain.p_value and wide.test.endswith("against the spread of saved "
+                                                                "results")
+    assert any("x's vary by about 5.0% between invocations" in w for w in wide.warnings)
+    with pytest.raises(ValueError, match="between_variation"):
+        compare_runs(a, b, between_variation=-0.1)

@@ -22,8 +22,8 @@ from typing import Iterable
 
 from .variation import cache_dir, fingerprint
 
-__all__ = ["ENV_RUN_LOG", "KEEP_RUNS", "logged_runs", "record_runs", "run_log_enabled",
-           "run_log_path"]
+__all__ = ["ENV_RUN_LOG", "KEEP_RUNS", "logged_runs", "record_runs", "results_key",
+           "run_log_enabled", "run_log_path"]
 
 # Environment variable that turns the run log off when set to 0.
 ENV_RUN_LOG = "FASTBENCH_RUN_LOG"
@@ -78,6 +78,13 @@ def _logged(path: Path) -> dict[str, tuple[float, ...]]:
     if _last is None or _last[0] != stamp:
         _last = stamp, {k: tuple(v) for k, v in _read(path).items()}
     return _last[1]
+
+
+def results_key(workload: str, runs: int) -> str:
+    """The run log's key for whole results of ``runs`` processes of ``workload``: their
+    run-level figures vary between invocations apart from single runs, and by how much
+    depends on how many processes each averages."""
+    return f"{workload}|processes={runs}"
 
 
 def logged_runs(workload: str) -> tuple[float, ...]:

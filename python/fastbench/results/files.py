@@ -24,7 +24,7 @@ from typing import Any, Mapping, Union
 from .._version import __version__
 from ..errors import FastbenchError
 from ..machine.metadata import machine_metadata
-from ..machine.runlog import record_runs
+from ..machine.runlog import record_runs, results_key
 from .kinds import json_type, kind_named, kind_of, kinds
 from .schema import check_data, child
 
@@ -287,13 +287,15 @@ def save(obj: object, path: PathArg) -> None:
 
 
 def _log_runs(obj: Any) -> None:
-    """Remember the median of each single-run measurement saved, by workload, in this
-    machine's run log (:mod:`fastbench.machine.runlog`)."""
+    """Remember the median of each measurement saved, by workload, in this machine's run log
+    (:mod:`fastbench.machine.runlog`): a single run's under its workload, a result of N
+    processes (its run-level median) under the workload and N (``results_key``)."""
     if isinstance(obj, Mapping):
         obj = obj.values()
     elif not isinstance(obj, (list, tuple)):
         obj = [obj]
-    record_runs((m.workload, m.median_ns) for m in obj if m.workload and m.runs == 1)
+    record_runs((m.workload if m.runs == 1 else results_key(m.workload, m.runs), m.median_ns)
+                for m in obj if m.workload)
 
 
 # --------------------------------------------------------------------------------------

@@ -223,6 +223,9 @@ def compare_runs(
     within_a: float = 0.0,
     within_b: float = 0.0,
     variation_source: str = "runs on this machine",
+    between_variation: float | None = None,
+    between_df: int | None = None,
+    between_source: str = "",
 ) -> SampleComparison:
     """Compare baseline runs ``a`` with candidate runs ``b``: one median per run and side.
 
@@ -232,7 +235,12 @@ def compare_runs(
     - paired runs (``a[i]`` and ``b[i]`` ran next to each other, as ``compare(processes=N)``
       interleaves them): the t test on the log-ratios, N - 1 degrees of freedom; level "runs";
     - at least ``MIN_RUNS`` (3) runs on each side: Welch's t test on the log medians; level
-      "runs";
+      "runs". The runs of one side shared an invocation (its minutes of the host), so two
+      sides measured apart also differ by what moves whole invocations, which neither
+      side's spread shows. ``between_variation`` is how much whole results of such runs
+      vary between invocations (relative SD of their run-level figure, ``between_df`` its
+      degrees of freedom): where ``sqrt(2)`` times it exceeds Welch's standard error, it
+      takes its place, with its degrees of freedom;
     - otherwise (a single run on a side): the difference is judged against the run-to-run
       variation: ``run_variation`` when given (the machine's, measured by fastbench or given
       by the user; ``variation_df`` its degrees of freedom, None for a known value), else the
@@ -263,6 +271,9 @@ def compare_runs(
     variation_source : str
         Whose runs ``run_variation`` describes, as the "cannot tell" warning says it
         ("runs on this machine", "this benchmark's 12 saved runs here").
+    between_variation, between_df, between_source : optional
+        Unpaired sides of several runs: the relative SD between whole results measured in
+        separate invocations, its degrees of freedom, and whose results it comes from.
 
     Raises
     ------
@@ -293,6 +304,9 @@ def compare_runs(
         if min(na, nb) < MIN_RUNS:
             notes.append(f"too few runs for a verdict: {min(na, nb)} (at least {MIN_RUNS} "
                          "processes per side needed)")
+        elif not paired:
+            se, df, test = _between_invocations(se, df, test, between_variation, between_df,
+                                                between_source, notes)
     else:
         mode, test = "variation", "t against run-to-run variation"
         d = float(log_a.mean() - log_b.mean())
@@ -340,6 +354,29 @@ def compare_runs(
         alpha=al, min_effect=eff, verdict=verdict, warnings=tuple(notes), level=mode,
         run_variation=measured,
     )
+
+
+def _between_invocations(se: float, df: int | None, test: str, between: float | None,
+                         between_df: int | None, source: str,
+                         notes: list[str]) -> tuple[float, int | None, str]:
+    """Welch's standard error, or the one from how whole results vary between invocations
+    where that is larger; a note either way."""
+    if between is None:
+        notes.append("each side's runs shared one invocation, so the test sees the spread "
+                     "inside each and not how whole invocations move; saved results of "
+                     "this benchmark (3 or more with the same processes) teach it that")
+        return se, df, test
+    if not (math.isfinite(between) and between >= 0.0):
+        raise ValueError(f"between_variation must be >= 0, got {between!r}")
+    if between_df is not None and between_df < 1:
+        raise ValueError(f"between_df must be >= 1, got {between_df!r}")
+    wider = between * math.sqrt(2.0)
+    what = f"{source} " if source else "whole results "
+    if wider > se:
+        notes.append(f"{what}vary by about {between * 100:.1f}% between invocations, more "
+                     "than the runs inside each show: the difference was judged against that")
+        return wider, between_df, f"{test} against the spread of saved results"
+    return se, df, test
 
 
 def _unseen_note(se: float, df: int | None, alpha: float, spread: float | None) -> str:
