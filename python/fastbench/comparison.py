@@ -18,11 +18,11 @@ from .counters import count_instructions, count_statement_instructions
 from .machine import known_run_variation, results_key
 from .measurement import Measurement
 from .stats import SampleComparison, adjust_pvalues, compare_samples
-from .stats.runs import SuccessiveSpread, compare_runs
+from .stats.runs import compare_runs
 from .timing import Target, callable_target, run_config, statement_target
 from .timing.sampling import run_rounds
 from .timing.targets import learned_variation
-from .timing.callables import METRICS
+from .timing.callables import METRICS, instruction_runs
 from .timing.config import MAX_COUNT
 from .timing.workers import (callable_job, rounds_job, run_interleaved, run_together,
                               statement_job)
@@ -484,27 +484,27 @@ def judge_runs(
     for name, m in measurements.items():
         if name == baseline_name:
             continue
-        between = None if paired else _between(base, m)
+        sd, sd_df, whose = (None, None, "") if paired else _between(base, m)
         results[name] = compare_runs(
             base.run_medians_ns, m.run_medians_ns, paired=paired, alpha=alpha,
             min_effect=min_effect, run_variation=variation, variation_df=df,
             within_a=_within(base), within_b=_within(m), variation_source=source,
-            between_variation=None if between is None else between.sd,
-            between_df=None if between is None else between.df,
-            between_source="" if between is None else
-            f"this benchmark's {between.runs} saved results of {base.runs} and {m.runs} "
-            "processes")
+            between_variation=sd, between_df=sd_df, between_source=whose)
     return _corrected(results, correction)
 
 
-def _between(a: Measurement, b: Measurement) -> SuccessiveSpread | None:
-    """How whole results of several runs vary between invocations here: what the run log
-    learned from at least 3 saved results of these workloads with the same processes."""
+def _between(a: Measurement, b: Measurement) -> tuple[float | None, int | None, str]:
+    """How whole results of several runs vary between invocations here, its degrees of
+    freedom and whose results it is: what the run log learned from at least 3 saved results
+    of these workloads with the same processes; (None, None, "") without."""
     if a.runs < 3 or b.runs < 3 or not a.workload or not b.workload:
-        return None
+        return None, None, ""
     learned = learned_variation(*sorted({results_key(a.workload, a.runs),
                                          results_key(b.workload, b.runs)}))
-    return learned if learned is not None and learned.runs >= 3 else None
+    if learned is None or learned.runs < 3:
+        return None, None, ""
+    return (learned.sd, learned.df,
+            f"this benchmark's {learned.runs} saved results of {a.runs} and {b.runs} processes")
 
 
 def _compare_instructions(variants: Mapping[str, Callable[[], Any] | str], baseline: str,
@@ -512,7 +512,7 @@ def _compare_instructions(variants: Mapping[str, Callable[[], Any] | str], basel
                           tolerance: float, processes: object) -> InstructionComparison:
     """compare() on instruction counts, one variant after the other; ``processes`` heap
     layouts each."""
-    runs = 1 if processes is None else check_int("processes", processes, 1, say_positive=False)
+    runs = instruction_runs(processes)
     if glob:
         raise ValueError("metric='instructions' counts statements in a fresh process, which "
                          "gets no globals: import what the statement needs in setup")

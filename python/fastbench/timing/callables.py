@@ -41,13 +41,18 @@ def in_workers(job: WorkerJob, processes: object, timeout_s: float | None,
     return Measurement.from_runs(run_workers(job, count, timeout_s=timeout_s), name=name)
 
 
+def instruction_runs(processes: object) -> int:
+    """The heap layouts ``processes`` asks an instruction count for: one when None."""
+    return 1 if processes is None else check_int("processes", processes, 1, say_positive=False)
+
+
 def _instructions(fn: Callable[..., Any] | str, args: tuple[Any, ...], kwargs: dict[str, Any],
                   processes: int | None, name: str | None) -> InstructionCount:
     """measure(metric="instructions"): the count of one call of ``fn(*args)``."""
     if kwargs:
         raise TypeError("metric='instructions' passes positional arguments only (the call is "
                         f"rebuilt in a fresh process); got keyword arguments {sorted(kwargs)}")
-    runs = 1 if processes is None else check_int("processes", processes, 1, say_positive=False)
+    runs = instruction_runs(processes)
     target = importable(fn).resolve() if isinstance(fn, str) else fn
     if not callable(target):
         raise TypeError(f"fn must be callable, got {type(target).__name__}")

@@ -11,11 +11,11 @@ import textwrap
 from typing import Any, Callable, Literal, overload
 
 from .. import _core
-from .._checks import check_bool, check_choice, check_int
+from .._checks import check_bool, check_choice
 from ..counters import InstructionCount, count_statement_instructions
 from ..measurement import Measurement
 from .config import DEFAULT_DURATION_S, DEFAULT_SAMPLE_S, run_config
-from .callables import METRICS, in_workers, measure, with_memory
+from .callables import METRICS, in_workers, instruction_runs, measure, with_memory
 from .sampling import run_target
 from .targets import Target, workload_key
 from .workers import statement_job
@@ -166,9 +166,7 @@ def timeit(
             raise ValueError("metric='instructions' counts the statement in a fresh namespace "
                              "(a fresh process under valgrind), which gets no globals: import "
                              "what it needs in setup")
-        runs = 1 if processes is None else check_int("processes", processes, 1,
-                                                      say_positive=False)
-        return count_statement_instructions(stmt, setup, runs=runs)
+        return count_statement_instructions(stmt, setup, runs=instruction_runs(processes))
     if callable(stmt):
         return measure(
             stmt, warmup=warmup, min_time_s=min_time_s, repeat=repeat, duration_s=duration_s,

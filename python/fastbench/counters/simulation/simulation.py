@@ -55,10 +55,6 @@ def _check_args(tool: object, calls: object, timeout_s: object) -> tuple[int, fl
     return count, check_seconds("timeout_s", timeout_s)
 
 
-def _check_layout(layout: object) -> int:
-    return check_int("layout", layout, 0)
-
-
 def _explicit_caches(caches: Mapping[str, tuple[int, int, int]] | None,
                      tool: str) -> dict[str, CacheGeometry]:
     if caches is not None and tool != "cachegrind":
@@ -253,7 +249,7 @@ def simulate(
         The command's program does not exist.
     """
     calls, timeout = _check_args(tool, calls, timeout_s)
-    seed = _check_layout(layout)
+    seed = check_int("layout", layout, 0)
     explicit = _explicit_caches(caches, tool)
     if isinstance(target, (str, list, tuple)):
         if args:
@@ -361,7 +357,7 @@ def simulate_statement(
         geometry cachegrind cannot simulate, or ``caches`` with callgrind.
     """
     calls, timeout = _check_args(tool, calls, timeout_s)
-    seed = _check_layout(layout)
+    seed = check_int("layout", layout, 0)
     explicit = _explicit_caches(caches, tool)
     source = statement_source(stmt, setup)
     return _simulate_in_python(f"statement {stmt!r}", "setup only",
