@@ -21,6 +21,7 @@ import pytest
 
 import _worker_targets as work  # beside this file: pytest puts it on sys.path
 from fastbench.errors import FastbenchError
+from fastbench.timing import workers
 from fastbench.timing.workers import (
     ImportRef,
     WorkerError,
@@ -61,6 +62,17 @@ def _gone(pid: int) -> bool:
     except OSError:
         return True
     return "\nState:\tZ" in status
+
+
+def _all_gone(*pids: int, within_s: float = 10.0) -> bool:
+    """Every process has exited, or does within ``within_s``: SIGKILL is delivered
+    asynchronously, and a loaded machine may take a while to schedule a killed process."""
+    deadline = time.monotonic() + within_s
+    while not all(_gone(pid) for pid in pids):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
 
 
 # -- results -------------------------------------------------------------------------------------
@@ -251,7 +263,24 @@ def test_a_worker_past_its_timeout_is_killed_with_its_children(tmp_path: Path) -
     assert (info.value.status, info.value.index) == ("timeout", 0)
     assert "in hang" in info.value.stderr  # the stack faulthandler printed before the kill
     worker_pid, child_pid = map(int, _lines(path)[0].split())
-    assert _gone(worker_pid) and _gone(child_pid)
+    assert _all_gone(worker_pid, child_pid)
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs /proc")
+def test_a_kill_returns_once_what_the_workload_started_has_exited() -> None:
+    code = ("import subprocess, time; child = subprocess.Popen(['sleep', '60']); "
+            "print(child.pid, flush=True); time.sleep(60)")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
+                            start_new_session=True)
+    assert proc.stdout is not None
+    child_pid = int(proc.stdout.readline())
+    assert not _gone(child_pid)
+    started = time.monotonic()
+    workers._kill(proc, dump_stack=False)
+    waited = time.monotonic() - started
+    proc.stdout.close()
+    # Either both had exited when _kill returned, or it gave up waiting at its limit.
+    assert (_gone(proc.pid) and _gone(child_pid)) or waited >= workers._GROUP_EXIT_WAIT_S
 
 
 def test_ctrl_c_kills_the_running_worker(tmp_path: Path) -> None:
@@ -273,7 +302,7 @@ def test_ctrl_c_kills_the_running_worker(tmp_path: Path) -> None:
         returned.set()
         presser.join()
     worker_pid, child_pid = map(int, _lines(path)[0].split())
-    assert _gone(worker_pid) and _gone(child_pid)
+    assert _all_gone(worker_pid, child_pid)
 
 
 def test_an_import_ref_the_worker_cannot_resolve_is_an_import_failure(

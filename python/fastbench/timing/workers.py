@@ -39,6 +39,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from functools import partial
@@ -66,6 +67,8 @@ ROUNDS_OPTIONS = ("warmup", "min_time_s", "repeat", "loops", "clock", "disable_g
 # After a timeout the worker gets SIGUSR1 (faulthandler prints its stack) and this long to
 # write it, then its process group gets SIGKILL.
 _DUMP_WAIT_S = 0.3
+# How long a kill waits for the rest of the group (what the workload started) to be gone.
+_GROUP_EXIT_WAIT_S = 2.0
 # "package.module:attr.path", as setuptools' entry points spell an object.
 _TARGET_RE = re.compile(r"^\w+(\.\w+)*:\w+(\.\w+)*$")
 # Pickle opcodes that push a str: a module name in a global reference is one of them.
@@ -889,6 +892,56 @@ def _kill(proc: subprocess.Popen[bytes], *, dump_stack: bool) -> None:
     except OSError:  # gone already, with its group
         pass
     proc.wait()
+    _await_group_exit(proc.pid)
+
+
+def _await_group_exit(pgid: int, limit_s: float = _GROUP_EXIT_WAIT_S) -> None:
+    """Wait, briefly, until every process of the killed group has exited.
+
+    SIGKILL is delivered asynchronously: reaping the worker says nothing of the children it
+    started, which on a loaded machine can take a while to be scheduled and die. A caller that
+    has caught the error should find the workload's processes gone, so this waits until each
+    member is a zombie or gone. Zombies count as exited: their new parent reaps them when it
+    will (some container inits only every few seconds). Without /proc, where zombies cannot be
+    told apart, it waits for the group to be empty, at most ``limit_s`` either way.
+    """
+    if not hasattr(os, "killpg"):
+        return
+    members = _group_members(pgid)
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        if members is not None:
+            members = [pid for pid in members if _process_state(pid, pgid) not in (None, "Z")]
+            if not members:
+                return
+        else:
+            try:
+                os.killpg(pgid, 0)
+            except OSError:  # none left (or none ours to signal): nothing to wait for
+                return
+        time.sleep(0.005)
+
+
+def _process_state(pid: int, pgid: int) -> str | None:
+    """The state letter of ``pid`` from /proc, or None if it is gone or left the group."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            fields = stat.read().rsplit(b")", 1)[1].split()  # the name may hold spaces
+    except (OSError, IndexError):
+        return None
+    # After the name: state, ppid, pgrp. A pid reused by a process of another group is gone.
+    return fields[0].decode() if int(fields[2]) == pgid else None
+
+
+def _group_members(pgid: int) -> list[int] | None:
+    """The pids of the process group, read from /proc; None where there is no /proc."""
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return None
+    if "self" not in entries:
+        return None
+    return [int(e) for e in entries if e.isdigit() and _process_state(int(e), pgid) is not None]
 
 
 def _failure(who: _Who, code: int, out: Path, tail: str) -> WorkerError:
