@@ -15,6 +15,17 @@ order and its p-value. A trend (p < 0.05) means the figure drifted over the run'
 (most often the host's speed changing): no figure taken inside one invocation (processes=10
 spans about 13 s) can average that part of the spread out.
 Run on a quiet machine: python benchmarks/stability.py
+
+Where the processes mode's spread comes from: python benchmarks/stability.py --series 600
+runs fresh processes back to back for that many seconds, each one measurement as a worker of
+processes=10 makes, alternating with a process that takes the same samples in 5 chunks, each
+after a new random heap layout (the instruction mode's pads); the first kind also measures
+another pure-Python workload. It prints the spread between processes, how far the other
+workload moves with it, the spread's correlation in time, the spread of 10-process results
+taken back to back against results whose 10 processes are spread over 2-8 times as long
+(what spreading the workers over minutes would give), the spread heap layouts leave, and,
+resampling the processes as independent draws, how often 10 invocations of processes=N stay
+within 3%.
 """
 
 from __future__ import annotations
@@ -25,6 +36,7 @@ import subprocess
 import sys
 import time
 import timeit
+from typing import Any
 
 INVOCATIONS = 10
 PROCESSES = 10
@@ -85,6 +97,106 @@ def worker() -> None:
                       "seconds": m.elapsed_s, "disturbed": m.phases.disturbed_share}))
 
 
+def reference() -> int:
+    """Another pure-Python workload of about 1 µs (dict, list and integer work, no sort), to
+    see whether a process's or a phase's speed moves every workload alike."""
+    table: dict[int, int] = {}
+    for i in range(40):
+        table[i & 7] = table.get(i & 7, 0) + i * 3
+    return sum(table.values())
+
+
+def one_process(padded: bool) -> None:
+    """One worker-like measurement; with ``padded``, 5 chunks each under a new heap layout."""
+    import os
+
+    import numpy as np
+
+    import fastbench
+    from fastbench.timing.config import DEFAULT_DURATION_S
+
+    if not padded:
+        print(json.dumps({"median": fastbench.measure(sort150).median_ns,
+                          "reference": fastbench.measure(reference).median_ns}))
+        return
+    from fastbench.counters.simulation.target import layout_pad
+
+    kept, medians = [], []
+    for _ in range(5):
+        kept.append(layout_pad(1 + int.from_bytes(os.urandom(2), "little")))
+        medians.append(fastbench.measure(sort150, duration_s=DEFAULT_DURATION_S / 5).median_ns)
+    print(json.dumps({"median": float(np.exp(np.mean(np.log(medians)))), "chunks": medians}))
+
+
+def _spread(values: list[float]) -> float:
+    return (max(values) - min(values)) / statistics.median(values)
+
+
+def _gmean(values: list[float]) -> float:
+    import math
+
+    return math.exp(statistics.fmean(math.log(v) for v in values))
+
+
+def series(seconds: float) -> None:
+    import random
+
+    rows: list[dict[str, Any]] = []
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < seconds:
+        for mode in ("plain", "padded"):
+            out = subprocess.run([sys.executable, __file__, "--one", mode], capture_output=True,
+                                 text=True, check=True).stdout
+            rows.append({"mode": mode, "t": time.monotonic() - t0, **json.loads(out)})
+    plain = [float(r["median"]) for r in rows if r["mode"] == "plain"]
+    padded = [float(r["median"]) for r in rows if r["mode"] == "padded"]
+    n, step = len(plain), 2 * (time.monotonic() - t0) / len(rows)
+    if n < 3:
+        sys.exit(f"only {n} processes of each kind in {seconds:g} s: pass more seconds (600 gives about 100)")
+    print(f"{n} processes of each kind over {time.monotonic() - t0:.0f} s, workload sorted(150 ints)")
+    for name, v in (("one layout", plain), ("5 heap layouts", padded)):
+        print(f"  per-process medians, {name}: CV {statistics.stdev(v) / statistics.fmean(v):.2%},"
+              f" {min(v):.1f}-{max(v):.1f} ns, median {statistics.median(v):.1f} ns")
+    chunks = [r["chunks"] for r in rows if r["mode"] == "padded"]
+    within = statistics.fmean(statistics.stdev(c) / statistics.fmean(c) for c in chunks)
+    print(f"  within one process, the 5 layouts' medians: CV {within:.2%} (chunk noise included)")
+    ref = [float(r["reference"]) for r in rows if r["mode"] == "plain"]
+    ratio = [a / b for a, b in zip(plain, ref)]
+    from scipy.stats import pearsonr
+
+    print(f"  a reference workload in the same processes: CV {statistics.stdev(ref) / statistics.fmean(ref):.2%};"
+          f" correlation with the workload {pearsonr(plain, ref)[0]:+.2f}; CV of the ratio"
+          f" {statistics.stdev(ratio) / statistics.fmean(ratio):.2%}")
+    mean = statistics.fmean(plain)
+    dev = [x - mean for x in plain]
+    lags = ", ".join(f"lag {k}: {sum(a * b for a, b in zip(dev, dev[k:])) / sum(a * a for a in dev):+.2f}"
+                     for k in (1, 2, 5, 10) if k < n)
+    print(f"  autocorrelation of successive processes (one layout): {lags}")
+    print("  10-process results (geometric mean of the medians, as processes=10 reports),"
+          " back to back and spread out:")
+    for stride in (1, 2, 4, 8):
+        window = 10 * stride
+        sds, count = [], 0
+        for off in range(stride):  # every stride-th process of consecutive windows
+            results = [_gmean(plain[a + off:a + window:stride]) for a in range(0, n - window + 1, window)]
+            if len(results) >= 3:
+                sds.append((statistics.stdev(results) / statistics.median(results)) ** 2)
+                count += len(results)
+        if sds:
+            sd = (sum(sds) / len(sds)) ** 0.5
+            print(f"    over {window * step:4.0f} s: SD between results {sd:.2%}, so a range of about"
+                  f" {3.08 * sd:.1%} over 10 invocations ({count} results)")
+    rng = random.Random(1)
+    print("  processes drawn independently from those above, 2000 runs of 10 invocations:")
+    for name, v in (("one layout", plain), ("5 heap layouts", padded)):
+        for processes in (10, 20, 40):
+            ranges = [_spread([_gmean(rng.choices(v, k=processes)) for _ in range(10)])
+                      for _ in range(2000)]
+            within3 = sum(r <= 0.03 for r in ranges) / len(ranges)
+            print(f"    {name}, processes={processes}: median range {statistics.median(ranges):.2%},"
+                  f" within 3% in {within3:.0%}")
+
+
 def main() -> None:
     runs = []
     for i in range(INVOCATIONS):
@@ -124,5 +236,9 @@ def main() -> None:
 if __name__ == "__main__":
     if "--worker" in sys.argv:
         worker()
+    elif "--one" in sys.argv:
+        one_process(sys.argv[sys.argv.index("--one") + 1] == "padded")
+    elif "--series" in sys.argv:
+        series(float(sys.argv[sys.argv.index("--series") + 1]))
     else:
         main()
