@@ -31,6 +31,7 @@ within 3%.
 from __future__ import annotations
 
 import json
+import random
 import statistics
 import subprocess
 import sys
@@ -110,8 +111,6 @@ def one_process(padded: bool) -> None:
     """One worker-like measurement; with ``padded``, 5 chunks each under a new heap layout."""
     import os
 
-    import numpy as np
-
     import fastbench
     from fastbench.timing.config import DEFAULT_DURATION_S
 
@@ -125,22 +124,14 @@ def one_process(padded: bool) -> None:
     for _ in range(5):
         kept.append(layout_pad(1 + int.from_bytes(os.urandom(2), "little")))
         medians.append(fastbench.measure(sort150, duration_s=DEFAULT_DURATION_S / 5).median_ns)
-    print(json.dumps({"median": float(np.exp(np.mean(np.log(medians)))), "chunks": medians}))
+    print(json.dumps({"median": statistics.geometric_mean(medians), "chunks": medians}))
 
 
 def _spread(values: list[float]) -> float:
     return (max(values) - min(values)) / statistics.median(values)
 
 
-def _gmean(values: list[float]) -> float:
-    import math
-
-    return math.exp(statistics.fmean(math.log(v) for v in values))
-
-
 def series(seconds: float) -> None:
-    import random
-
     rows: list[dict[str, Any]] = []
     t0 = time.monotonic()
     while time.monotonic() - t0 < seconds:
@@ -178,7 +169,7 @@ def series(seconds: float) -> None:
         window = 10 * stride
         sds, count = [], 0
         for off in range(stride):  # every stride-th process of consecutive windows
-            results = [_gmean(plain[a + off:a + window:stride]) for a in range(0, n - window + 1, window)]
+            results = [statistics.geometric_mean(plain[a + off:a + window:stride]) for a in range(0, n - window + 1, window)]
             if len(results) >= 3:
                 sds.append((statistics.stdev(results) / statistics.median(results)) ** 2)
                 count += len(results)
@@ -190,7 +181,7 @@ def series(seconds: float) -> None:
     print("  processes drawn independently from those above, 2000 runs of 10 invocations:")
     for name, v in (("one layout", plain), ("5 heap layouts", padded)):
         for processes in (10, 20, 40):
-            ranges = [_spread([_gmean(rng.choices(v, k=processes)) for _ in range(10)])
+            ranges = [_spread([statistics.geometric_mean(rng.choices(v, k=processes)) for _ in range(10)])
                       for _ in range(2000)]
             within3 = sum(r <= 0.03 for r in ranges) / len(ranges)
             print(f"    {name}, processes={processes}: median range {statistics.median(ranges):.2%},"
@@ -217,7 +208,7 @@ def main() -> None:
     drifted = []
     for tool in TOOLS:
         values = [r[tool] for r in runs]
-        spread = (max(values) - min(values)) / statistics.median(values) * 100
+        spread = _spread(values) * 100
         target = f"   (target <= {TARGETS[tool]:g}%)" if tool in TARGETS else ""
         if len(set(values)) > 1:
             rho, p = spearmanr(range(len(values)), values)
