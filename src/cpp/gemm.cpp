@@ -43,6 +43,31 @@ std::atomic<bool> g_small_units{false};
 std::atomic<bool> g_stream_b{true};
 std::atomic<std::uint64_t> g_units_shared{0};
 
+// ---- ablation builds ----------------------------------------------------------------------
+// benchmarks/gemm_ablation.py compiles this file into a program of its own with
+// FASTBENCH_GEMM_ABLATE set to a mask of parts; the extension and the tests never set it, and
+// then every ablated() below is a constant false. Once that program sets g_ablating (after a
+// product has filled the packed buffers), the parts in the mask are skipped, so that the
+// products after it time the rest: their results are wrong by design.
+#ifndef FASTBENCH_GEMM_ABLATE
+#define FASTBENCH_GEMM_ABLATE 0
+#endif
+constexpr unsigned kAblatePackA = 1;  // packing A's blocks
+constexpr unsigned kAblatePackB = 2;  // packing B's panels
+constexpr unsigned kAblateC = 4;      // C: a tile's prefetch and update go to a scratch tile
+                                      // (tiles: the sums stay in their buffer)
+bool g_ablating = false;
+
+bool ablated(unsigned part) { return (FASTBENCH_GEMM_ABLATE & part) != 0 && g_ablating; }
+
+// Where an ablated C goes: one register tile per thread, kept in L1 (the largest tile here
+// is 12×32 floats).
+template <class T>
+T* ablation_sink() {
+  alignas(64) static thread_local T sink[512];
+  return sink;
+}
+
 std::size_t round_down(std::size_t x, std::size_t to) { return x / to * to; }
 std::size_t round_up(std::size_t x, std::size_t to) { return (x + to - 1) / to * to; }
 std::size_t div_up(std::size_t x, std::size_t y) { return (x + y - 1) / y; }
@@ -76,7 +101,10 @@ GemmBlocking blocking_for(std::size_t elem_bytes, std::size_t mr, std::size_t nr
 // ---- aligned buffers ----------------------------------------------------------------------
 
 struct FreeDeleter {
-  void operator()(void* p) const { std::free(p); }
+  bool owned = true;  // false: a packing buffer that an ablation build keeps (packing_buffer)
+  void operator()(void* p) const {
+    if (owned) std::free(p);
+  }
 };
 
 template <class T>
@@ -85,6 +113,31 @@ std::unique_ptr<T[], FreeDeleter> aligned_buffer(std::size_t count) {
   void* p = std::aligned_alloc(kAlignBytes, bytes);
   if (p == nullptr) throw std::bad_alloc();
   return std::unique_ptr<T[], FreeDeleter>(static_cast<T*>(p));
+}
+
+enum class Packed { a, b };
+
+// A buffer for packed A or B of one product. Ablation builds keep each thread's from one
+// product to the next, so that a skipped packing leaves the values an earlier product packed
+// in the same memory: a fresh buffer never written reads the kernel's zero page, all of it
+// one physical page in L1, which would flatter the products left.
+template <class T>
+std::unique_ptr<T[], FreeDeleter> packing_buffer(std::size_t count, [[maybe_unused]] Packed which) {
+  if constexpr (FASTBENCH_GEMM_ABLATE == 0) {
+    return aligned_buffer<T>(count);
+  } else {
+    struct Kept {
+      std::unique_ptr<T[], FreeDeleter> data;
+      std::size_t count = 0;
+    };
+    static thread_local Kept kept[2];
+    Kept& k = kept[static_cast<int>(which)];
+    if (k.count < count) {
+      k.data = aligned_buffer<T>(count);
+      k.count = count;
+    }
+    return std::unique_ptr<T[], FreeDeleter>(k.data.get(), FreeDeleter{false});
+  }
 }
 
 // ---- packing ------------------------------------------------------------------------------
@@ -306,6 +359,10 @@ struct PortableKernel {
 
   static void run(std::size_t kc, const T* pa, const T* pb, T alpha, T beta, T* c,
                   std::size_t ldc, std::size_t rows, std::size_t col0, std::size_t cols) {
+    if (ablated(kAblateC)) {
+      c = ablation_sink<T>();
+      ldc = kNr;
+    }
     T acc[kMr * kNr] = {};
     for (std::size_t p = 0; p < kc; ++p) {
       for (std::size_t i = 0; i < kMr; ++i) {
@@ -383,6 +440,10 @@ struct Avx2Kernel {
     Reg c00 = V::zero(), c01 = V::zero(), c10 = V::zero(), c11 = V::zero();
     Reg c20 = V::zero(), c21 = V::zero(), c30 = V::zero(), c31 = V::zero();
     Reg c40 = V::zero(), c41 = V::zero(), c50 = V::zero(), c51 = V::zero();
+    if (ablated(kAblateC)) {
+      c = ablation_sink<T>();
+      ldc = kNr;
+    }
     for (std::size_t i = 0; i < R; ++i) {
       _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc), _MM_HINT_T0);
     }
@@ -526,6 +587,10 @@ struct Avx512Kernel {
   __attribute__((target(FASTBENCH_AVX512_TARGET))) static void run_rows(
       std::size_t kc, const T* pa, const T* pb, T alpha, T beta, T* c, std::size_t ldc,
       std::size_t col0, std::size_t cols, const RowPrefetch* pf) {
+    if (ablated(kAblateC)) {
+      c = ablation_sink<T>();
+      ldc = kNr;
+    }
     for (std::size_t i = 0; i < R; ++i) {
       for (std::size_t v = 0; v < NV; ++v) {  // one register of C is one cache line
         _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc + v * kLanes), _MM_HINT_T0);
@@ -822,7 +887,8 @@ void gemm_owned(std::size_t m, std::size_t n, std::size_t k, typename P::Out alp
   const std::size_t shift = P::kShiftColumns ? column_shift(c, ldc, n, kNr) : 0;
   const std::size_t nv = n + shift;  // columns counted from the shifted start
   const std::size_t nc_max = balanced_block(nv, nc_cap, kNr);
-  auto packed_b = aligned_buffer<typename P::PackedB>(round_up(nc_max, kNr) * P::b_step(kc_max));
+  auto packed_b = packing_buffer<typename P::PackedB>(round_up(nc_max, kNr) * P::b_step(kc_max),
+                                                     Packed::b);
   const std::uint64_t units = div_up(m, mu);
   std::uint64_t serial = 0;
   Epoch<P>& e = slot.epoch;
@@ -1028,10 +1094,12 @@ struct FloatGemm {
   static std::size_t a_step(std::size_t kc) { return kc; }
   static std::size_t b_step(std::size_t kc) { return kc; }
   static void pack_a_block(std::size_t mc, std::size_t kc, const T* a, std::size_t lda, T* out) {
+    if (ablated(kAblatePackA)) return;
     pack_a<kMr>(mc, kc, a, lda, out);
   }
   static void pack_b_panel(std::size_t kc, std::size_t nc, std::size_t lead, const T* b,
                            std::size_t ldb, T* out) {
+    if (ablated(kAblatePackB)) return;
     pack_b<kNr>(kc, nc, lead, b, ldb, out);
   }
   static void tile(std::size_t kc, const T* pa, const T* pb, T alpha, T beta, T* c,
@@ -1094,7 +1162,7 @@ void gemm_with(std::size_t m, std::size_t n, std::size_t k, typename P::Out alph
     std::unique_ptr<PackedA[], FreeDeleter> packed_a;
     {
       const Finish finish{slot};
-      packed_a = aligned_buffer<PackedA>(round_up(mu, P::kMr) * P::a_step(kc_max));
+      packed_a = packing_buffer<PackedA>(round_up(mu, P::kMr) * P::a_step(kc_max), Packed::a);
       std::size_t m0 = 0, m1 = 0, n0 = 0, n1 = 0;
       split_range(m, P::kMr, tm, t / tn, &m0, &m1);
       split_range(n, P::kNr, tn, t % tn, &n0, &n1);
@@ -1168,6 +1236,10 @@ struct Bf16KernelT {
   __attribute__((target(FASTBENCH_BF16_TARGET))) static void run_rows(
       std::size_t pairs, const std::uint32_t* pa, const std::uint16_t* pb, float alpha,
       float beta, float* c, std::size_t ldc, std::size_t cols) {
+    if (ablated(kAblateC)) {
+      c = ablation_sink<float>();
+      ldc = kNr;
+    }
     __m512 acc[R][NV];
 #pragma GCC unroll 16
     for (std::size_t i = 0; i < R; ++i) {
@@ -1351,10 +1423,12 @@ struct Bf16Gemm {
   static std::size_t b_step(std::size_t kc) { return 2 * div_up(kc, 2); }
   static void pack_a_block(std::size_t mc, std::size_t kc, const std::uint16_t* a,
                            std::size_t lda, std::uint32_t* out) {
+    if (ablated(kAblatePackA)) return;
     pack_a_bf16(mc, kc, a, lda, out);
   }
   static void pack_b_panel(std::size_t kc, std::size_t nc, std::size_t /*lead: always 0*/,
                            const std::uint16_t* b, std::size_t ldb, std::uint16_t* out) {
+    if (ablated(kAblatePackB)) return;
     pack_b_bf16(kc, nc, b, ldb, out);
   }
   static void tile(std::size_t kc, const std::uint32_t* pa, const std::uint16_t* pb, float alpha,
@@ -1593,7 +1667,7 @@ void amx_block(std::size_t kc, std::size_t nc, std::size_t mc, const std::uint16
   const std::size_t calls = row_blocks * col_blocks;  // per sub-block
   for (std::size_t k0 = 0; k0 < chunks; k0 += kAmxSubChunks) {
     const std::size_t sub = std::min(kAmxSubChunks, chunks - k0);
-    if (!in_place) {
+    if (!in_place && !ablated(kAblatePackA)) {
       for (std::size_t i = 0; i < row_blocks; ++i) {
         pack_a_chunks(a + i * 32 * lda, lda, std::min<std::size_t>(32, mc - i * 32), kc, k0,
                       sub, packed_a + i * sub * kAmxChunkElems);
@@ -1614,6 +1688,7 @@ void amx_block(std::size_t kc, std::size_t nc, std::size_t mc, const std::uint16
       }
     }
   }
+  if (ablated(kAblateC)) return;  // the sums stay in their buffer
   amx_store(sums, ld, mc, nc, alpha, beta, stream_c, c, ldc);
 }
 
@@ -1656,6 +1731,7 @@ struct AmxBf16Gemm {
   static std::size_t b_step(std::size_t kc) { return round_up(kc, kAmxChunk); }
   static void pack_b_panel(std::size_t kc, std::size_t nc, std::size_t /*lead: always 0*/,
                            const std::uint16_t* b, std::size_t ldb, std::uint16_t* out) {
+    if (ablated(kAblatePackB)) return;
     pack_b_amx(kc, nc, b, ldb, out);
   }
   static void block(std::size_t kc, std::size_t nc, std::size_t mc, const std::uint16_t* a,
