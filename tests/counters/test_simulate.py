@@ -27,8 +27,8 @@ from fastbench.counters.simulation import (
     detect_geometry,
     geometry_problem,
     simulate,
+    simulate_statement,
 )
-from fastbench.counters.simulation.simulation import simulate_statement
 from fastbench.counters.simulation.target import script_shebang
 from fastbench.errors import FastbenchError
 

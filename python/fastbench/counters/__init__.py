@@ -27,10 +27,16 @@ from .instructions import (
     count_statement_instructions,
 )
 from .samples import SampleCounts, count_samples
-from .simulation import SimulatedCounts, SimulationTimeout, SimulationUnavailable, simulate
+from .simulation import (
+    SimulatedCounts,
+    SimulationTimeout,
+    SimulationUnavailable,
+    simulate,
+    simulate_statement,
+)
 
 __all__ = ["CountComparison", "CounterResult", "CountersUnavailable", "EventAvailability",
            "EventCount", "InstructionCount", "SampleCounts", "SimulatedCounts",
            "SimulationTimeout", "SimulationUnavailable", "available", "compare_counts", "count",
            "count_instructions", "count_samples", "count_statement_instructions",
-           "event_names", "simulate"]
+           "event_names", "simulate", "simulate_statement"]

@@ -4,8 +4,8 @@ misses and branch mispredictions simulated with the cache geometry of this machi
 
 A face: the geometry is :mod:`.geometry`, the result :mod:`.counts`, the output parser
 :mod:`.output`, the valgrind processes :mod:`.runner`, the command or callable
-:mod:`.target`, and simulate() itself :mod:`.simulation`. Never reads hardware counters and
-never prints.
+:mod:`.target`, and simulate() and simulate_statement() themselves :mod:`.simulation`.
+Never reads hardware counters and never prints.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from .geometry import (
 )
 from .output import parse_output
 from .runner import SimulationTimeout, SimulationUnavailable
-from .simulation import simulate
+from .simulation import simulate, simulate_statement
 
 __all__ = [
     "CacheGeometry",
@@ -35,4 +35,5 @@ __all__ = [
     "geometry_problem",
     "parse_output",
     "simulate",
+    "simulate_statement",
 ]
