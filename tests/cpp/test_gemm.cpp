@@ -636,6 +636,12 @@ void test_blocking() {
     // The zmm micro-panel may fill twice L1 (it streams from L2), not more.
     const std::size_t l1 = fb::cache_sizes().l1d_bytes;
     CHECK(f.kc * f.nr * 4 <= 2 * l1 && d.kc * d.nr * 8 <= 2 * l1, f.kc, " ", d.kc);
+    // Their A block takes a quarter of L2 (the micro-panel streams beside it), unless the
+    // smallest block (four slivers) is larger.
+    const std::size_t l2 = fb::cache_sizes().l2_bytes;
+    CHECK(f.mc * f.kc * 4 <= l2 / 4 || f.mc == 4 * f.mr, f.mc, " ", f.kc);
+    CHECK(d.mc * d.kc * 8 <= l2 / 4 || d.mc == 4 * d.mr, d.mc, " ", d.kc);
+    CHECK(f.mc * f.kc * 4 > l2 / 8 || f.mc == 128 * f.mr, f.mc, " ", f.kc);
   }
 }
 
