@@ -6,6 +6,7 @@ fastbench against them side by side. Not collected by pytest.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import io
 import statistics
@@ -105,3 +106,15 @@ def ratio_interval(ratios: list[float], confidence: float = 0.95) -> tuple[float
     from fastbench.stats import median_ci
 
     return median_ci(ratios, confidence)
+
+
+def gemm_shape(text: str) -> tuple[int, int, int]:
+    """An argparse type: "MxNxK" as (m, n, k), every dimension positive."""
+    try:
+        m, n, k = (int(x) for x in text.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"shape {text!r}: expected MxNxK, e.g. 1024x1024x1024") from None
+    if min(m, n, k) <= 0:
+        raise argparse.ArgumentTypeError(f"shape {text!r}: every dimension must be positive")
+    return m, n, k

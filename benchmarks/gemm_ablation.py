@@ -36,6 +36,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from _anchors import gemm_shape
+
 ROOT = Path(__file__).resolve().parent.parent
 CORE = ROOT / "src" / "cpp"
 HARNESS = Path(__file__).resolve().parent / "native" / "gemm_ablation.cpp"
@@ -46,16 +48,6 @@ SOURCES = ["cpu.cpp", "isa.cpp", "parallel.cpp", "interrupt.cpp", "peak.cpp", "c
 VARIANTS = [("full", 0), ("no A packing", 1), ("no B packing", 2), ("no packing", 3),
             ("no C", 4), ("kernels only", 7)]
 SHAPES = [(1024, 1024, 1024), (2048, 2048, 2048)]
-
-
-def _shape(text: str) -> tuple[int, int, int]:
-    try:
-        m, n, k = (int(x) for x in text.lower().split("x"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected MxNxK, got {text!r}") from None
-    if min(m, n, k) < 1:
-        raise argparse.ArgumentTypeError(f"sizes must be positive, got {text!r}")
-    return m, n, k
 
 
 def build(tmp: Path, masks: list[int] | None = None, opt: str = "-O3") -> dict[int, Path]:
@@ -92,7 +84,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dtypes", nargs="+", choices=["float32", "float64", "bfloat16"],
                         default=["float32", "float64"])
-    parser.add_argument("--shapes", type=_shape, nargs="+", default=SHAPES, metavar="MxNxK")
+    parser.add_argument("--shapes", type=gemm_shape, nargs="+", default=SHAPES, metavar="MxNxK")
     parser.add_argument("--rounds", type=int, default=3,
                         help="processes per variant, shape and dtype (default 3)")
     parser.add_argument("--blocks", type=int, default=5,

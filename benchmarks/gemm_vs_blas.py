@@ -34,7 +34,8 @@ import statistics
 import subprocess
 import sys
 
-from _anchors import alternating_blocks, paired_block_ratio, paired_block_ratios, ratio_interval
+from _anchors import (alternating_blocks, gemm_shape, paired_block_ratio, paired_block_ratios,
+                      ratio_interval)
 
 BLOCKS = 9
 SHAPES = [(256, 256, 256), (512, 512, 512), (1024, 1024, 1024), (2048, 2048, 2048),
@@ -163,22 +164,12 @@ def run_bf16(threads: int, shapes: list[tuple[int, int, int]], blocks: int) -> N
     table.summary()
 
 
-def _shape(text: str) -> tuple[int, int, int]:
-    try:
-        m, n, k = (int(x) for x in text.lower().split("x"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"shape {text!r}: expected MxNxK, e.g. 1024x1024x1024")
-    if min(m, n, k) <= 0:
-        raise argparse.ArgumentTypeError(f"shape {text!r}: every dimension must be positive")
-    return m, n, k
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2],
                         help="thread counts, one child process each (default: 1 2)")
     parser.add_argument("--dtypes", nargs="+", choices=DTYPES, default=list(DTYPES))
-    parser.add_argument("--shapes", type=_shape, nargs="+", default=SHAPES, metavar="MxNxK")
+    parser.add_argument("--shapes", type=gemm_shape, nargs="+", default=SHAPES, metavar="MxNxK")
     parser.add_argument("--blocks", type=int, default=BLOCKS,
                         help=f"alternating blocks per side and shape (default {BLOCKS}; the "
                              "95%% interval needs at least 6)")

@@ -131,6 +131,10 @@ def _spread(values: list[float]) -> float:
     return (max(values) - min(values)) / statistics.median(values)
 
 
+def _cv(values: list[float]) -> float:
+    return statistics.stdev(values) / statistics.fmean(values)
+
+
 def series(seconds: float) -> None:
     rows: list[dict[str, Any]] = []
     t0 = time.monotonic()
@@ -141,26 +145,28 @@ def series(seconds: float) -> None:
             rows.append({"mode": mode, "t": time.monotonic() - t0, **json.loads(out)})
     plain = [float(r["median"]) for r in rows if r["mode"] == "plain"]
     padded = [float(r["median"]) for r in rows if r["mode"] == "padded"]
-    n, step = len(plain), 2 * (time.monotonic() - t0) / len(rows)
+    elapsed = time.monotonic() - t0
+    n, step = len(plain), 2 * elapsed / len(rows)
     if n < 3:
-        sys.exit(f"only {n} processes of each kind in {seconds:g} s: pass more seconds (600 gives about 100)")
-    print(f"{n} processes of each kind over {time.monotonic() - t0:.0f} s, workload sorted(150 ints)")
+        sys.exit(f"only {n} processes of each kind in {seconds:g} s: pass more seconds "
+                 "(600 gives about 100)")
+    print(f"{n} processes of each kind over {elapsed:.0f} s, workload sorted(150 ints)")
     for name, v in (("one layout", plain), ("5 heap layouts", padded)):
-        print(f"  per-process medians, {name}: CV {statistics.stdev(v) / statistics.fmean(v):.2%},"
+        print(f"  per-process medians, {name}: CV {_cv(v):.2%},"
               f" {min(v):.1f}-{max(v):.1f} ns, median {statistics.median(v):.1f} ns")
     chunks = [r["chunks"] for r in rows if r["mode"] == "padded"]
-    within = statistics.fmean(statistics.stdev(c) / statistics.fmean(c) for c in chunks)
+    within = statistics.fmean(_cv(c) for c in chunks)
     print(f"  within one process, the 5 layouts' medians: CV {within:.2%} (chunk noise included)")
     ref = [float(r["reference"]) for r in rows if r["mode"] == "plain"]
     ratio = [a / b for a, b in zip(plain, ref)]
     from scipy.stats import pearsonr
 
-    print(f"  a reference workload in the same processes: CV {statistics.stdev(ref) / statistics.fmean(ref):.2%};"
-          f" correlation with the workload {pearsonr(plain, ref)[0]:+.2f}; CV of the ratio"
-          f" {statistics.stdev(ratio) / statistics.fmean(ratio):.2%}")
+    print(f"  a reference workload in the same processes: CV {_cv(ref):.2%}; correlation with"
+          f" the workload {pearsonr(plain, ref)[0]:+.2f}; CV of the ratio {_cv(ratio):.2%}")
     mean = statistics.fmean(plain)
     dev = [x - mean for x in plain]
-    lags = ", ".join(f"lag {k}: {sum(a * b for a, b in zip(dev, dev[k:])) / sum(a * a for a in dev):+.2f}"
+    var = sum(a * a for a in dev)
+    lags = ", ".join(f"lag {k}: {sum(a * b for a, b in zip(dev, dev[k:])) / var:+.2f}"
                      for k in (1, 2, 5, 10) if k < n)
     print(f"  autocorrelation of successive processes (one layout): {lags}")
     print("  10-process results (geometric mean of the medians, as processes=10 reports),"
@@ -169,23 +175,24 @@ def series(seconds: float) -> None:
         window = 10 * stride
         sds, count = [], 0
         for off in range(stride):  # every stride-th process of consecutive windows
-            results = [statistics.geometric_mean(plain[a + off:a + window:stride]) for a in range(0, n - window + 1, window)]
+            results = [statistics.geometric_mean(plain[a + off:a + window:stride])
+                       for a in range(0, n - window + 1, window)]
             if len(results) >= 3:
                 sds.append((statistics.stdev(results) / statistics.median(results)) ** 2)
                 count += len(results)
         if sds:
             sd = (sum(sds) / len(sds)) ** 0.5
-            print(f"    over {window * step:4.0f} s: SD between results {sd:.2%}, so a range of about"
-                  f" {3.08 * sd:.1%} over 10 invocations ({count} results)")
+            print(f"    over {window * step:4.0f} s: SD between results {sd:.2%}, so a range of"
+                  f" about {3.08 * sd:.1%} over 10 invocations ({count} results)")
     rng = random.Random(1)
     print("  processes drawn independently from those above, 2000 runs of 10 invocations:")
     for name, v in (("one layout", plain), ("5 heap layouts", padded)):
         for processes in (10, 20, 40):
-            ranges = [_spread([statistics.geometric_mean(rng.choices(v, k=processes)) for _ in range(10)])
-                      for _ in range(2000)]
+            ranges = [_spread([statistics.geometric_mean(rng.choices(v, k=processes))
+                               for _ in range(10)]) for _ in range(2000)]
             within3 = sum(r <= 0.03 for r in ranges) / len(ranges)
-            print(f"    {name}, processes={processes}: median range {statistics.median(ranges):.2%},"
-                  f" within 3% in {within3:.0%}")
+            print(f"    {name}, processes={processes}: median range"
+                  f" {statistics.median(ranges):.2%}, within 3% in {within3:.0%}")
 
 
 def main() -> None:

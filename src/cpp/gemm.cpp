@@ -60,12 +60,14 @@ bool g_ablating = false;
 
 bool ablated(unsigned part) { return (FASTBENCH_GEMM_ABLATE & part) != 0 && g_ablating; }
 
-// Where an ablated C goes: one register tile per thread, kept in L1 (the largest tile here
-// is 12×32 floats).
+// With C ablated, points a kernel's tile of C (`c`, rows `ldc` apart) at one register tile
+// per thread instead, kept in L1 (rows `nr` apart; the largest tile here is 12×32 floats).
 template <class T>
-T* ablation_sink() {
+void ablate_c(T*& c, std::size_t& ldc, std::size_t nr) {
+  if (!ablated(kAblateC)) return;
   alignas(64) static thread_local T sink[512];
-  return sink;
+  c = sink;
+  ldc = nr;
 }
 
 std::size_t round_down(std::size_t x, std::size_t to) { return x / to * to; }
@@ -107,10 +109,7 @@ GemmBlocking blocking_for(std::size_t elem_bytes, std::size_t mr, std::size_t nr
 // ---- aligned buffers ----------------------------------------------------------------------
 
 struct FreeDeleter {
-  bool owned = true;  // false: a packing buffer that an ablation build keeps (packing_buffer)
-  void operator()(void* p) const {
-    if (owned) std::free(p);
-  }
+  void operator()(void* p) const { std::free(p); }
 };
 
 template <class T>
@@ -123,12 +122,20 @@ std::unique_ptr<T[], FreeDeleter> aligned_buffer(std::size_t count) {
 
 enum class Packed { a, b };
 
+// What releases a packing buffer: free(), or nothing where an ablation build keeps it.
+struct KeepDeleter {
+  void operator()(void*) const {}
+};
+template <class T>
+using PackingBuffer =
+    std::unique_ptr<T[], std::conditional_t<FASTBENCH_GEMM_ABLATE == 0, FreeDeleter, KeepDeleter>>;
+
 // A buffer for packed A or B of one product. Ablation builds keep each thread's from one
 // product to the next, so that a skipped packing leaves the values an earlier product packed
 // in the same memory: a fresh buffer never written reads the kernel's zero page, all of it
 // one physical page in L1, which would flatter the products left.
 template <class T>
-std::unique_ptr<T[], FreeDeleter> packing_buffer(std::size_t count, [[maybe_unused]] Packed which) {
+PackingBuffer<T> packing_buffer(std::size_t count, [[maybe_unused]] Packed which) {
   if constexpr (FASTBENCH_GEMM_ABLATE == 0) {
     return aligned_buffer<T>(count);
   } else {
@@ -142,7 +149,7 @@ std::unique_ptr<T[], FreeDeleter> packing_buffer(std::size_t count, [[maybe_unus
       k.data = aligned_buffer<T>(count);
       k.count = count;
     }
-    return std::unique_ptr<T[], FreeDeleter>(k.data.get(), FreeDeleter{false});
+    return PackingBuffer<T>(k.data.get());
   }
 }
 
@@ -365,10 +372,7 @@ struct PortableKernel {
 
   static void run(std::size_t kc, const T* pa, const T* pb, T alpha, T beta, T* c,
                   std::size_t ldc, std::size_t rows, std::size_t col0, std::size_t cols) {
-    if (ablated(kAblateC)) {
-      c = ablation_sink<T>();
-      ldc = kNr;
-    }
+    ablate_c(c, ldc, kNr);
     T acc[kMr * kNr] = {};
     for (std::size_t p = 0; p < kc; ++p) {
       for (std::size_t i = 0; i < kMr; ++i) {
@@ -446,10 +450,7 @@ struct Avx2Kernel {
     Reg c00 = V::zero(), c01 = V::zero(), c10 = V::zero(), c11 = V::zero();
     Reg c20 = V::zero(), c21 = V::zero(), c30 = V::zero(), c31 = V::zero();
     Reg c40 = V::zero(), c41 = V::zero(), c50 = V::zero(), c51 = V::zero();
-    if (ablated(kAblateC)) {
-      c = ablation_sink<T>();
-      ldc = kNr;
-    }
+    ablate_c(c, ldc, kNr);
     for (std::size_t i = 0; i < R; ++i) {
       _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc), _MM_HINT_T0);
     }
@@ -593,10 +594,7 @@ struct Avx512Kernel {
   __attribute__((target(FASTBENCH_AVX512_TARGET))) static void run_rows(
       std::size_t kc, const T* pa, const T* pb, T alpha, T beta, T* c, std::size_t ldc,
       std::size_t col0, std::size_t cols, const RowPrefetch* pf) {
-    if (ablated(kAblateC)) {
-      c = ablation_sink<T>();
-      ldc = kNr;
-    }
+    ablate_c(c, ldc, kNr);
     for (std::size_t i = 0; i < R; ++i) {
       for (std::size_t v = 0; v < NV; ++v) {  // one register of C is one cache line
         _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc + v * kLanes), _MM_HINT_T0);
@@ -1165,7 +1163,7 @@ void gemm_with(std::size_t m, std::size_t n, std::size_t k, typename P::Out alph
       ShareSlot<P>& s;
       ~Finish() { s.word.store(ClaimWord::kFinished, std::memory_order_release); }
     };
-    std::unique_ptr<PackedA[], FreeDeleter> packed_a;
+    PackingBuffer<PackedA> packed_a;
     {
       const Finish finish{slot};
       packed_a = packing_buffer<PackedA>(round_up(mu, P::kMr) * P::a_step(kc_max), Packed::a);
@@ -1242,10 +1240,7 @@ struct Bf16KernelT {
   __attribute__((target(FASTBENCH_BF16_TARGET))) static void run_rows(
       std::size_t pairs, const std::uint32_t* pa, const std::uint16_t* pb, float alpha,
       float beta, float* c, std::size_t ldc, std::size_t cols) {
-    if (ablated(kAblateC)) {
-      c = ablation_sink<float>();
-      ldc = kNr;
-    }
+    ablate_c(c, ldc, kNr);
     __m512 acc[R][NV];
 #pragma GCC unroll 16
     for (std::size_t i = 0; i < R; ++i) {

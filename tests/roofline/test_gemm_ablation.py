@@ -23,7 +23,8 @@ ROOT = Path(__file__).resolve().parents[2]
 ISAS = ["portable", "avx2", "avx512", "amx"]
 
 
-def _ablation_module() -> ModuleType:
+def _ablation_module(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))  # its _anchors, as a script finds it
     spec = importlib.util.spec_from_file_location(
         "gemm_ablation", ROOT / "benchmarks" / "gemm_ablation.py")
     assert spec is not None and spec.loader is not None
@@ -34,8 +35,9 @@ def _ablation_module() -> ModuleType:
 
 @pytest.mark.slow
 @pytest.mark.skipif(not (shutil.which("c++") or shutil.which("g++")), reason="no C++ compiler")
-def test_each_ablation_build_skips_exactly_its_parts(tmp_path: Path) -> None:
-    ablation = _ablation_module()
+def test_each_ablation_build_skips_exactly_its_parts(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    ablation = _ablation_module(monkeypatch)
     runs = ISAS[:ISAS.index(_core.best_isa()) + 1]
     # Nothing skipped, each packing alone, and C (the masks gemm.cpp defines: 1, 2, 4).
     programs = ablation.build(tmp_path, masks=[0, 1, 2, 4], opt="-O1")
