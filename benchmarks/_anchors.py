@@ -118,3 +118,16 @@ def gemm_shape(text: str) -> tuple[int, int, int]:
     if min(m, n, k) <= 0:
         raise argparse.ArgumentTypeError(f"shape {text!r}: every dimension must be positive")
     return m, n, k
+
+
+def script_args(doc: str | None,
+                options: Callable[[argparse.ArgumentParser], None] | None = None,
+                argv: list[str] | None = None) -> argparse.Namespace:
+    """A benchmark script's command line: ``--help`` prints the script's docstring (what it
+    measures, its targets, how to run it) and exits before any measuring; an unknown option
+    is an error rather than ignored. ``options`` adds the script's own arguments."""
+    parser = argparse.ArgumentParser(description=doc,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    if options is not None:
+        options(parser)
+    return parser.parse_args(argv)

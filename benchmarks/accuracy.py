@@ -12,7 +12,7 @@ from __future__ import annotations
 import fastbench
 from fastbench import _core
 
-from _anchors import timeit_per_call_ns
+from _anchors import script_args, timeit_per_call_ns
 
 TARGETS = {100.0: 10.0, 1_000.0: 2.0, 10_000.0: 2.0, 1_000_000.0: 2.0}
 
@@ -42,4 +42,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    script_args(__doc__)
     main()

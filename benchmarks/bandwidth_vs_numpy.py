@@ -22,6 +22,8 @@ from fastbench import _core
 from fastbench.machine import caches
 from fastbench.roofline import kernels
 
+from _anchors import script_args
+
 WORKING_SET = 3 * (96 << 20)  # three 96 MiB arrays: far beyond the last-level cache
 C_TRIAD = r"""
 #include <stdio.h>
@@ -133,4 +135,5 @@ def _cache_levels() -> None:
           + "   (sum; two-pass triad counted as one)")
 
 if __name__ == "__main__":
+    script_args(__doc__)
     main()

@@ -8,6 +8,8 @@ import time
 
 from fastbench import roofline
 
+from _anchors import script_args
+
 
 def main() -> None:
     for quick in (True, False):
@@ -22,4 +24,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    script_args(__doc__)
     main()

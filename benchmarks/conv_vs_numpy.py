@@ -16,7 +16,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from fastbench.roofline import kernels
 
-from _anchors import alternating_blocks, paired_block_ratio
+from _anchors import alternating_blocks, paired_block_ratio, script_args
 
 BLOCKS = 5
 # (n, c_in, h, w), (c_out, kh, kw), stride, padding, groups
@@ -76,4 +76,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    script_args(__doc__)
     main()

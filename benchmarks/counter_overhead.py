@@ -28,6 +28,8 @@ from fastbench import _core
 from fastbench.counters import count
 from fastbench.counters.command import stat_command
 
+from _anchors import script_args
+
 SOFTWARE = ["task-clock", "page-faults", "context-switches", "cpu-clock", "minor-faults",
             "major-faults"]
 HARDWARE = ["instructions", "cycles", "branches", "branch-misses", "cache-references",
@@ -164,4 +166,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    script_args(__doc__)
     main()

@@ -17,7 +17,7 @@ import statistics
 os.environ["OPENBLAS_NUM_THREADS"] = "1"  # read when numpy's BLAS loads: before the import
 
 import numpy as np
-from _anchors import alternating_blocks, paired_block_ratio
+from _anchors import alternating_blocks, paired_block_ratio, script_args
 
 from fastbench.roofline import kernels
 
@@ -52,4 +52,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    script_args(__doc__)
     main()

@@ -13,7 +13,7 @@ import time
 import fastbench
 from fastbench import _core
 
-from _anchors import pyperf_note, pyperf_per_call_ns, timeit_per_call_ns
+from _anchors import pyperf_note, pyperf_per_call_ns, script_args, timeit_per_call_ns
 
 
 def _row(label: str, fb_ns: float, ti_ns: float, pp_ns: float | None) -> str:
@@ -60,4 +60,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    script_args(__doc__)
     main()

@@ -23,6 +23,8 @@ from pathlib import Path
 from fastbench import _core
 from fastbench.roofline import kernels
 
+from _anchors import script_args
+
 # Each function runs `iters` trips of 12 independent chains and returns a sink of them.
 _SOURCE = r"""
 #include <immintrin.h>
@@ -254,4 +256,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    script_args(__doc__)
     main()

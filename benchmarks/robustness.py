@@ -25,6 +25,8 @@ from fastbench import _core, kernels, stats
 from fastbench.stats.samples import BOOTSTRAP_RESAMPLES, bootstrap_medians
 from fastbench.results import files
 
+from _anchors import script_args
+
 
 def interrupt_latency_ms(work: Callable[[], object], after_s: float = 0.3) -> float | None:
     """Milliseconds from a SIGINT sent ``after_s`` into ``work`` to its KeyboardInterrupt;
@@ -145,4 +147,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    script_args(__doc__)
     main()

@@ -16,12 +16,12 @@ Run on a quiet machine: python benchmarks/sensitivity.py [TRIALS]   (default 10)
 
 from __future__ import annotations
 
-import sys
 import time
 
 import fastbench
 from fastbench import _core
 
+from _anchors import script_args
 from _workloads import loop100, loop101, sorted150
 
 BUDGET_S = 2.0
@@ -29,8 +29,18 @@ PREPARE_S = 0.1  # calibration, warmup and floors of two 1 µs variants take abo
 LEVELS = (0.01, 0.02, 0.05, 0.10)
 
 
+def positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise ValueError(text)
+    return value
+
+
 def main() -> None:
-    trials = int(sys.argv[1]) if len(sys.argv) > 1 else 10
+    args = script_args(__doc__, lambda p: p.add_argument(
+        "trials", nargs="?", type=positive_int, default=10,
+        help="comparisons per level of slowdown (default 10)"))
+    trials = args.trials
     base_ns = 1000.0
     print(f"baseline spin {_core.spin_duration_ns(base_ns):.1f} ns true; "
           f"{trials} trials per level, {BUDGET_S:.0f} s per comparison")

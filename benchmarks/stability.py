@@ -30,6 +30,7 @@ within 3%.
 
 from __future__ import annotations
 
+import argparse
 import json
 import random
 import statistics
@@ -38,6 +39,8 @@ import sys
 import time
 import timeit
 from typing import Any
+
+from _anchors import script_args
 
 INVOCATIONS = 10
 PROCESSES = 10
@@ -231,12 +234,21 @@ def main() -> None:
               "the run's minutes (most often the host's speed) that no single invocation averages out")
 
 
+def options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--series", type=float, metavar="SECONDS",
+                        help="where the processes mode's spread comes from: fresh processes "
+                             "back to back for this many seconds (see above)")
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--one", choices=("plain", "padded"), help=argparse.SUPPRESS)
+
+
 if __name__ == "__main__":
-    if "--worker" in sys.argv:
+    args = script_args(__doc__, options)
+    if args.worker:
         worker()
-    elif "--one" in sys.argv:
-        one_process(sys.argv[sys.argv.index("--one") + 1] == "padded")
-    elif "--series" in sys.argv:
-        series(float(sys.argv[sys.argv.index("--series") + 1]))
+    elif args.one is not None:
+        one_process(args.one == "padded")
+    elif args.series is not None:
+        series(args.series)
     else:
         main()
