@@ -17,18 +17,25 @@ distribution-free interval of the median ratio from the order statistics of the 
 summary names the shapes whose interval lies wholly above 1, spans it (parity in this run)
 or lies wholly below it.
 numpy's BLAS reads its thread count (OPENBLAS_NUM_THREADS) when it loads, so each thread
-count runs in a child process of this script with the variable set.
+count runs in a child process of this script with the variable set. The header names the
+kernel OpenBLAS chose for this CPU (its core name) where numpy's BLAS is OpenBLAS.
+--isa caps fastbench's kernels at an ISA below the widest (as on a machine without the wider
+one); with --isa avx2, OpenBLAS is held to its AVX2 kernels too (OPENBLAS_CORETYPE=Haswell,
+unless the variable is set), so both sides run as on an AVX2-only machine of this core.
 Targets: >= 0.95x OpenBLAS at n >= 512 for both dtypes on AVX2 machines; on AVX-512
 machines >= 85% of the peak at n >= 1024 for float32 and float64 on 1 and 2 threads and
 >= 1.0x numpy on every shape; bf16 >= 1.0x torch's bf16 matmul at n >= 1024.
 Run on a quiet machine:
     python benchmarks/gemm_vs_blas.py
     python benchmarks/gemm_vs_blas.py --threads 1 --dtypes bfloat16 --shapes 1024x1024x1024
+    python benchmarks/gemm_vs_blas.py --isa avx2 --dtypes float32 float64
 """
 
 from __future__ import annotations
 
 import argparse
+import ctypes
+import glob
 import os
 import statistics
 import subprocess
@@ -41,6 +48,23 @@ BLOCKS = 9
 SHAPES = [(256, 256, 256), (512, 512, 512), (1024, 1024, 1024), (2048, 2048, 2048),
           (1000, 1000, 1000), (257, 511, 129), (4096, 64, 4096), (64, 4096, 1024)]
 DTYPES = ("float32", "float64", "bfloat16")
+ISAS = ("portable", "avx2", "avx512", "amx")
+
+
+def blas_core() -> str:
+    """The kernel family numpy's OpenBLAS runs ("Haswell", "SkylakeX", ...), or why not known."""
+    import numpy as np
+
+    libs = os.path.join(os.path.dirname(np.__file__), os.pardir, "numpy.libs")
+    for path in sorted(glob.glob(os.path.join(libs, "*openblas*.so*"))):
+        lib = ctypes.CDLL(path)
+        for name in ("scipy_openblas_get_corename64_", "scipy_openblas_get_corename",
+                     "openblas_get_corename64_", "openblas_get_corename"):
+            fn = getattr(lib, name, None)
+            if fn is not None:
+                fn.restype = ctypes.c_char_p
+                return f"OpenBLAS core {fn().decode()}"
+    return "not OpenBLAS bundled with numpy (core not known)"
 
 
 def _peak(dtype: str, threads: int) -> tuple[float, str]:
@@ -94,15 +118,20 @@ class Table:
         print()
 
 
-def run(threads: int, dtypes: list[str], shapes: list[tuple[int, int, int]], blocks: int) -> None:
+def run(threads: int, dtypes: list[str], shapes: list[tuple[int, int, int]], blocks: int,
+        isa: str | None = None) -> None:
     import numpy as np
 
     from fastbench import _core
     from fastbench.roofline import kernels
 
+    if isa is not None:
+        _core._set_isa_cap(isa)
     f = _core.cpu_features()
+    cap = "" if isa is None else f", capped at {_core.active_isa()}"
     print(f"CPU {f.brand or f.vendor}: family {f.family:#x} model {f.model:#x}, widest ISA "
-          f"{_core.best_isa()}, AVX512_BF16 {'yes' if f.avx512_bf16 else 'no'}")
+          f"{_core.best_isa()}{cap}, AVX512_BF16 {'yes' if f.avx512_bf16 else 'no'}; "
+          f"numpy's BLAS: {blas_core()}")
     for dtype in dtypes:
         if dtype == "bfloat16":
             run_bf16(threads, shapes, blocks)
@@ -138,9 +167,9 @@ def run_bf16(threads: int, shapes: list[tuple[int, int, int]], blocks: int) -> N
     from fastbench import _core
     from fastbench.roofline import kernels
 
-    if not _core.cpu_features().avx512_bf16:
-        print(f"bfloat16: no AVX512_BF16 on this CPU (gemm_bf16 widens to float32, path "
-              f"{kernels.gemm_bf16_isa()}); skipped\n")
+    if kernels.gemm_bf16_isa() not in ("amx_bf16", "avx512_bf16"):
+        print(f"bfloat16: no AVX512_BF16 on this CPU or under the ISA cap (gemm_bf16 widens to "
+              f"float32, path {kernels.gemm_bf16_isa()}); skipped\n")
         return
     torch.set_num_threads(threads)
     peak, width = _peak("bfloat16", threads)
@@ -173,12 +202,15 @@ def main() -> None:
     parser.add_argument("--blocks", type=int, default=BLOCKS,
                         help=f"alternating blocks per side and shape (default {BLOCKS}; the "
                              "95%% interval needs at least 6)")
+    parser.add_argument("--isa", choices=ISAS,
+                        help="cap fastbench's kernels at this ISA; avx2 holds OpenBLAS to its "
+                             "AVX2 kernels too (default: the widest the CPU has)")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.blocks < 1:
         parser.error("--blocks must be at least 1")
     if args.child:
-        run(args.threads[0], args.dtypes, args.shapes, args.blocks)
+        run(args.threads[0], args.dtypes, args.shapes, args.blocks, args.isa)
         return
     print("GFLOP/s, median of interleaved rounds (fastbench.kernels.gemm vs numpy.matmul, "
           "gemm_bf16 vs torch.matmul)\n")
@@ -187,9 +219,12 @@ def main() -> None:
         # numpy's BLAS reads its thread count when it loads: one child process per count.
         env = {**os.environ, "OPENBLAS_NUM_THREADS": str(threads), "OMP_NUM_THREADS": str(threads),
                "MKL_NUM_THREADS": str(threads)}
+        if args.isa == "avx2":
+            env.setdefault("OPENBLAS_CORETYPE", "Haswell")
+        isa = ["--isa", args.isa] if args.isa else []
         subprocess.run([sys.executable, __file__, "--child", "--threads", str(threads),
                         "--blocks", str(args.blocks), "--dtypes", *args.dtypes,
-                        "--shapes", *shapes], env=env, check=True)
+                        "--shapes", *shapes, *isa], env=env, check=True)
 
 
 if __name__ == "__main__":
