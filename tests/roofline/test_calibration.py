@@ -442,3 +442,76 @@ def test_smt_siblings_are_named_when_threads_exceed_physical_cores(
     low = _peak("avx2", 50.0, 16.0, 32.0)
     text = calibration._table_deviation("fma float32", low, {"avx2": low}, 4, False)
     assert "4 threads on 2 physical cores: SMT siblings" in text
+
+
+def _zmm_promised(monkeypatch: pytest.MonkeyPatch, zmm_readings: list[float],
+                  calls: list[str]) -> list[float]:
+    """_fake_calibration, except that float32 FMA chains read as on a core whose table row
+    promises zmm twice ymm's FLOP per cycle: ymm 240 GFLOP/s every time, zmm
+    ``zmm_readings`` in turn (the last one repeated); returns the zmm readings handed out."""
+    _fake_calibration(monkeypatch, calls)
+    fake_peak = kernels.peak_flops
+    given: list[float] = []
+
+    def peak(dtype: str, threads: int | None = None, *, add_mix: bool = False,
+             min_time_s: float = 0.1, isa: str | None = None) -> kernels.PeakResult:
+        r = fake_peak(dtype, threads, add_mix=add_mix, min_time_s=min_time_s, isa=isa)
+        if dtype != "float32" or add_mix:
+            return r
+        if isa == "avx512":
+            gflops = zmm_readings[min(len(given), len(zmm_readings) - 1)]
+            given.append(gflops)
+            expected = 64.0
+        else:
+            gflops, expected = 240.0, 32.0
+        per_cycle = gflops * 1e9 / 2 / 3.8e9
+        return kernels.PeakResult(dtype, r.isa, False, 2, gflops * 1e9, 3.8e9, per_cycle,
+                                  expected, 0.03, r.instruction, r.vector_bits)
+
+    monkeypatch.setattr(kernels, "peak_flops", peak)
+    return given
+
+
+def test_a_wider_width_the_table_promises_more_is_read_again_before_it_loses(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[str] = []
+    # Two agreeing readings slowed to half (a disturbance outlasting both), then the truth.
+    given = _zmm_promised(monkeypatch, [217.7, 217.0, 445.0, 447.0, 60.0], calls)
+    r = roofline.calibrate(threads=2, quick=True, progress=False, cache=False)
+    assert given == [217.7, 217.0, 445.0, 447.0]
+    assert r.compute["fma float32"] == pytest.approx(447.0)
+    assert r.machine["ceiling_isas"]["fma float32"] == "avx512"
+    assert not any("ran faster than" in note for note in r.notes)
+    assert r.settled
+
+
+def test_a_narrower_width_that_still_wins_is_kept_with_a_warning(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[str] = []
+    given = _zmm_promised(monkeypatch, [217.7, 217.0, 218.0, 216.5], calls)
+    r = roofline.calibrate(threads=2, quick=True, progress=False, cache=False)
+    assert given == [217.7, 217.0, 218.0, 216.5]  # two settled readings, then two more
+    assert r.compute["fma float32"] == pytest.approx(240.0)
+    assert r.machine["ceiling_isas"]["fma float32"] == "avx2"
+    [note] = [n for n in r.notes if "ran faster than" in n]
+    assert note.startswith("warning: fma float32: avx2 ran faster than avx512 (240.0 against "
+                           "218.0 GFLOP/s, avx512 read twice over), where the table gives "
+                           "avx512 2.0x avx2's figure per cycle")
+    assert "the ceiling may be low" in note
+
+
+def test_no_second_reading_where_the_table_promises_the_wider_width_nothing(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # _fake_calibration's float64 zmm loses to ymm, and its table figures are equal (a core
+    # that splits 512-bit FMAs): the first settled pair of readings decides.
+    calls: list[str] = []
+    _fake_calibration(monkeypatch, calls)
+    r = roofline.calibrate(threads=2, quick=True, progress=False, cache=False)
+    assert calls.count("peak float64 False avx512") == 2
+    assert r.machine["ceiling_isas"]["fma float64"] == "avx2"
+    assert not any("ran faster than" in note for note in r.notes)
+    zmm, ymm = _peak("avx512", 90.0, 30.0, 64.0), _peak("avx2", 96.0, 32.0, 32.0)
+    assert calibration._wider_promise(zmm, ymm) == pytest.approx(2.0)
+    assert calibration._wider_promise(zmm, zmm) is None
+    assert calibration._wider_promise(_peak("avx512", 90.0, 30.0, 34.0), ymm) is None
+    assert calibration._wider_promise(_peak("avx512", 90.0, 30.0, 0.0), ymm) is None
