@@ -45,7 +45,8 @@ PeakResult peak_flops(const std::string& dtype, int threads = 1, bool add_mix = 
                       double min_time_s = 0.1, const std::string& isa = "");
 
 // Core cycles per second, from a chain of dependent adds timed on steady_clock
-// (median of five windows of min_time_s / 5). Under turbo it is the clock the chain ran at.
+// (the fastest of five windows of min_time_s / 5: interference only slows one). Under turbo
+// it is the clock the chain ran at.
 // Throws Interrupted when the InterruptScope of the calling thread stops it.
 double core_hz(double min_time_s = 0.02);
 
