@@ -373,7 +373,7 @@ def calibrate(threads: int | None = None, dtypes: Iterable[str] = DTYPES, quick:
             if promise is not None:
                 # Two agreeing readings can both be slowed by a disturbance that outlasts
                 # them (on a shared 2-vCPU guest, 2-thread float32 zmm once read 217.7 GFLOP/s
-                # twice, then 445 in every later calibration; ymm, read after, 240 won). Where
+                # twice, then 442-471 in every later calibration; ymm, read after, 240 won). Where
                 # the table promises the wider width more, it is read again before it loses.
                 again = settle(f"{name} ({widest}, read again)", "GFLOP/s",
                                peak_reader(dt, mix, widest), lambda p: p.gflops)
