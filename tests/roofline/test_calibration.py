@@ -227,9 +227,11 @@ def test_real_quick_calibration_is_ordered(tmp_path: Path, monkeypatch: pytest.M
 
 
 def _fma_f32_readings(monkeypatch: pytest.MonkeyPatch, readings: list[float],
-                      calls: list[str]) -> list[float]:
-    """The known figures of _fake_calibration, except that the float32 FMA peak reads
-    ``readings`` in turn (the last one repeated); returns the readings handed out."""
+                      calls: list[str], ymm: float | None = None) -> list[float]:
+    """The known figures of _fake_calibration, except that the float32 FMA peak on zmm reads
+    ``readings`` in turn (the last one repeated); returns the readings handed out. With
+    ``ymm``, float32 FMA chains read as on a core whose table row promises zmm twice ymm's
+    FLOP per cycle (64 against 32), ymm at ``ymm`` GFLOP/s every time."""
     _fake_calibration(monkeypatch, calls)
     fake_peak = kernels.peak_flops
     given: list[float] = []
@@ -237,13 +239,20 @@ def _fma_f32_readings(monkeypatch: pytest.MonkeyPatch, readings: list[float],
     def peak(dtype: str, threads: int | None = None, *, add_mix: bool = False,
              min_time_s: float = 0.1, isa: str | None = None) -> kernels.PeakResult:
         r = fake_peak(dtype, threads, add_mix=add_mix, min_time_s=min_time_s, isa=isa)
-        if dtype != "float32" or add_mix or isa != "avx512":
+        if dtype != "float32" or add_mix or (isa != "avx512" and ymm is None):
             return r
-        gflops = readings[min(len(given), len(readings) - 1)]
-        given.append(gflops)
+        if isa == "avx512":
+            gflops = readings[min(len(given), len(readings) - 1)]
+            given.append(gflops)
+        else:
+            assert ymm is not None
+            gflops = ymm
+        per_cycle, expected = r.flops_per_cycle, r.expected_flops_per_cycle
+        if ymm is not None:
+            per_cycle = gflops * 1e9 / 2 / r.core_hz
+            expected = 64.0 if isa == "avx512" else 32.0
         return kernels.PeakResult(dtype, r.isa, add_mix, r.threads, gflops * 1e9, r.core_hz,
-                                  r.flops_per_cycle, r.expected_flops_per_cycle, r.seconds,
-                                  r.instruction, r.vector_bits)
+                                  per_cycle, expected, r.seconds, r.instruction, r.vector_bits)
 
     monkeypatch.setattr(kernels, "peak_flops", peak)
     return given
@@ -444,39 +453,12 @@ def test_smt_siblings_are_named_when_threads_exceed_physical_cores(
     assert "4 threads on 2 physical cores: SMT siblings" in text
 
 
-def _zmm_promised(monkeypatch: pytest.MonkeyPatch, zmm_readings: list[float],
-                  calls: list[str]) -> list[float]:
-    """_fake_calibration, except that float32 FMA chains read as on a core whose table row
-    promises zmm twice ymm's FLOP per cycle: ymm 240 GFLOP/s every time, zmm
-    ``zmm_readings`` in turn (the last one repeated); returns the zmm readings handed out."""
-    _fake_calibration(monkeypatch, calls)
-    fake_peak = kernels.peak_flops
-    given: list[float] = []
-
-    def peak(dtype: str, threads: int | None = None, *, add_mix: bool = False,
-             min_time_s: float = 0.1, isa: str | None = None) -> kernels.PeakResult:
-        r = fake_peak(dtype, threads, add_mix=add_mix, min_time_s=min_time_s, isa=isa)
-        if dtype != "float32" or add_mix:
-            return r
-        if isa == "avx512":
-            gflops = zmm_readings[min(len(given), len(zmm_readings) - 1)]
-            given.append(gflops)
-            expected = 64.0
-        else:
-            gflops, expected = 240.0, 32.0
-        per_cycle = gflops * 1e9 / 2 / 3.8e9
-        return kernels.PeakResult(dtype, r.isa, False, 2, gflops * 1e9, 3.8e9, per_cycle,
-                                  expected, 0.03, r.instruction, r.vector_bits)
-
-    monkeypatch.setattr(kernels, "peak_flops", peak)
-    return given
-
-
 def test_a_wider_width_the_table_promises_more_is_read_again_before_it_loses(
         monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[str] = []
     # Two agreeing readings slowed to half (a disturbance outlasting both), then the truth.
-    given = _zmm_promised(monkeypatch, [217.7, 217.0, 445.0, 447.0, 60.0], calls)
+    given = _fma_f32_readings(monkeypatch, [217.7, 217.0, 445.0, 447.0, 60.0], calls,
+                               ymm=240.0)
     r = roofline.calibrate(threads=2, quick=True, progress=False, cache=False)
     assert given == [217.7, 217.0, 445.0, 447.0]
     assert r.compute["fma float32"] == pytest.approx(447.0)
@@ -488,7 +470,7 @@ def test_a_wider_width_the_table_promises_more_is_read_again_before_it_loses(
 def test_a_narrower_width_that_still_wins_is_kept_with_a_warning(
         monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[str] = []
-    given = _zmm_promised(monkeypatch, [217.7, 217.0, 218.0, 216.5], calls)
+    given = _fma_f32_readings(monkeypatch, [217.7, 217.0, 218.0, 216.5], calls, ymm=240.0)
     r = roofline.calibrate(threads=2, quick=True, progress=False, cache=False)
     assert given == [217.7, 217.0, 218.0, 216.5]  # two settled readings, then two more
     assert r.compute["fma float32"] == pytest.approx(240.0)
