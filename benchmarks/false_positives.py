@@ -25,11 +25,16 @@ candidate: once with `--pairing workers` (each statement in workers of its own, 
 the i-th workers of the two paired) and once with `--pairing rounds` (both statements side
 by side in each of the 5 workers, each worker's two medians paired).
 
+With --fresh-history, each pair works in a cache directory of its own, with no stored
+variation and no run log: a first comparison on a machine. One run a side can then only say
+"cannot tell"; several runs a side are judged by Welch's test on their run medians alone.
+
 Run on a quiet machine:
     python benchmarks/false_positives.py                      # both parts
     python benchmarks/false_positives.py --part cross-run --pairs 20
     python benchmarks/false_positives.py --part interleaved --pairs 20
     python benchmarks/false_positives.py --part cross-run --one-run-only --no-pyperf --pairs 40
+    python benchmarks/false_positives.py --part cross-run --fresh-history --no-pyperf --pairs 10
 """
 
 from __future__ import annotations
@@ -130,14 +135,18 @@ SAVED_MODES: dict[str, int | None] = {"one run a side": None, "--processes 5": 5
 
 
 def cross_run(pairs: int, use_pyperf: bool, interleaved: bool = False,
-              saved: tuple[str, ...] = tuple(SAVED_MODES)) -> None:
+              saved: tuple[str, ...] = tuple(SAVED_MODES), fresh: bool = False) -> None:
     with tempfile.TemporaryDirectory(prefix="fastbench-fp-") as tmp:
         work = Path(tmp)
         env = {**os.environ, "FASTBENCH_CACHE_DIR": str(work / "cache")}
         env.pop("FASTBENCH_RUN_VARIATION", None)
-        t0 = time.monotonic()
-        print(_fastbench(["variation"], env).rstrip())
-        print(f"  (fastbench variation took {time.monotonic() - t0:.0f} s)\n", flush=True)
+        if fresh:
+            print("each pair in a cache directory of its own: no `fastbench variation`, no run "
+                  "log, as a first comparison on a machine\n", flush=True)
+        else:
+            t0 = time.monotonic()
+            print(_fastbench(["variation"], env).rstrip())
+            print(f"  (fastbench variation took {time.monotonic() - t0:.0f} s)\n", flush=True)
         modes = {m: p for m, p in SAVED_MODES.items() if m in saved}
         counts = {m: {"aa": dict.fromkeys(VERDICTS, 0), "slow": dict.fromkeys(VERDICTS, 0)}
                   for m in modes}
@@ -146,6 +155,8 @@ def cross_run(pairs: int, use_pyperf: bool, interleaved: bool = False,
                   for p in PAIRINGS}
         start = time.monotonic()
         for i in range(pairs):
+            if fresh:
+                env = {**env, "FASTBENCH_CACHE_DIR": str(work / f"cache-{i}")}
             for mode, processes in modes.items():
                 a, b, c = (work / f"{i}-{processes}-{x}.json" for x in "abc")
                 _timeit(a, SETUP, env, processes)
@@ -170,8 +181,9 @@ def cross_run(pairs: int, use_pyperf: bool, interleaved: bool = False,
             print(f"  {i + 1}/{pairs} pairs, {time.monotonic() - start:.0f} s", flush=True)
     print()
     if counts or use_pyperf:
+        history = ", each pair with no history" if fresh else ""
         print(f"across invocations, {pairs} pairs of `fastbench timeit -o` of {STMT!r} "
-              f"({SETUP!r}), compared by `fastbench compare A.json B.json`:")
+              f"({SETUP!r}), compared by `fastbench compare A.json B.json`{history}:")
     for mode, got in counts.items():
         aa, slow = got["aa"], got["slow"]
         fp = (aa["faster"] + aa["slower"]) / pairs * 100
@@ -212,6 +224,9 @@ def main() -> None:
     parser.add_argument("--interleaved", action="store_true",
                         help="also compare the statements in --run --processes 5 invocations, "
                         "with each --pairing")
+    parser.add_argument("--fresh-history", action="store_true",
+                        help="cross-run: each pair in a cache directory of its own (no stored "
+                        "variation, no run log), as a first comparison on a machine")
     args = parser.parse_args()
     if args.part in ("all", "in-process"):
         in_process(args.trials)
@@ -219,7 +234,7 @@ def main() -> None:
         if args.part == "all":
             print()
         modes = ("one run a side",) if args.one_run_only else tuple(SAVED_MODES)
-        cross_run(args.pairs, not args.no_pyperf, args.interleaved, modes)
+        cross_run(args.pairs, not args.no_pyperf, args.interleaved, modes, args.fresh_history)
     if args.part == "interleaved":
         cross_run(args.pairs, False, True, saved=())
 
