@@ -120,6 +120,17 @@ def gemm_shape(text: str) -> tuple[int, int, int]:
     return m, n, k
 
 
+def positive_int(text: str) -> int:
+    """An argparse type: an int of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: must be at least 1")
+    return value
+
+
 def script_args(doc: str | None,
                 options: Callable[[argparse.ArgumentParser], None] | None = None,
                 argv: list[str] | None = None) -> argparse.Namespace:

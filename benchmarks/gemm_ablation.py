@@ -36,7 +36,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from _anchors import gemm_shape
+from _anchors import gemm_shape, positive_int, script_args
 
 ROOT = Path(__file__).resolve().parent.parent
 CORE = ROOT / "src" / "cpp"
@@ -80,18 +80,18 @@ def run_once(exe: Path, dtype: str, shape: tuple[int, int, int], reps: int,
     return [float(w) for w in words[1:words.index("gflops")]]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dtypes", nargs="+", choices=["float32", "float64", "bfloat16"],
                         default=["float32", "float64"])
     parser.add_argument("--shapes", type=gemm_shape, nargs="+", default=SHAPES, metavar="MxNxK")
-    parser.add_argument("--rounds", type=int, default=3,
+    parser.add_argument("--rounds", type=positive_int, default=3,
                         help="processes per variant, shape and dtype (default 3)")
-    parser.add_argument("--blocks", type=int, default=5,
+    parser.add_argument("--blocks", type=positive_int, default=5,
                         help="peak/product blocks per process (default 5)")
-    args = parser.parse_args()
-    if args.rounds < 1 or args.blocks < 1:
-        parser.error("--rounds and --blocks must be at least 1")
+
+
+def main() -> None:
+    args = script_args(__doc__, options)
     with tempfile.TemporaryDirectory(prefix="fastbench-ablation-") as tmp:
         print("compiling", len(VARIANTS), "variants of src/cpp/gemm.cpp ...", flush=True)
         programs = build(Path(tmp))

@@ -42,7 +42,7 @@ import subprocess
 import sys
 
 from _anchors import (alternating_blocks, gemm_shape, paired_block_ratio, paired_block_ratios,
-                      ratio_interval)
+                      positive_int, ratio_interval, script_args)
 
 BLOCKS = 9
 SHAPES = [(256, 256, 256), (512, 512, 512), (1024, 1024, 1024), (2048, 2048, 2048),
@@ -193,22 +193,22 @@ def run_bf16(threads: int, shapes: list[tuple[int, int, int]], blocks: int) -> N
     table.summary()
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--threads", type=int, nargs="+", default=[1, 2],
+def options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--threads", type=positive_int, nargs="+", default=[1, 2],
                         help="thread counts, one child process each (default: 1 2)")
     parser.add_argument("--dtypes", nargs="+", choices=DTYPES, default=list(DTYPES))
     parser.add_argument("--shapes", type=gemm_shape, nargs="+", default=SHAPES, metavar="MxNxK")
-    parser.add_argument("--blocks", type=int, default=BLOCKS,
+    parser.add_argument("--blocks", type=positive_int, default=BLOCKS,
                         help=f"alternating blocks per side and shape (default {BLOCKS}; the "
                              "95%% interval needs at least 6)")
     parser.add_argument("--isa", choices=ISAS,
                         help="cap fastbench's kernels at this ISA; avx2 holds OpenBLAS to its "
                              "AVX2 kernels too (default: the widest the CPU has)")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.blocks < 1:
-        parser.error("--blocks must be at least 1")
+
+
+def main() -> None:
+    args = script_args(__doc__, options)
     if args.child:
         run(args.threads[0], args.dtypes, args.shapes, args.blocks, args.isa)
         return

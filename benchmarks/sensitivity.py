@@ -21,19 +21,12 @@ import time
 import fastbench
 from fastbench import _core
 
-from _anchors import script_args
+from _anchors import positive_int, script_args
 from _workloads import loop100, loop101, sorted150
 
 BUDGET_S = 2.0
 PREPARE_S = 0.1  # calibration, warmup and floors of two 1 µs variants take about 0.05 s
 LEVELS = (0.01, 0.02, 0.05, 0.10)
-
-
-def positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise ValueError(text)
-    return value
 
 
 def main() -> None:

@@ -361,6 +361,7 @@ def calibrate(threads: int | None = None, dtypes: Iterable[str] = DTYPES, quick:
         def run() -> None:
             kind = "fma+add" if mix else ("dot" if dt == "int8" else "fma")
             name = f"{kind} {dt}"
+            unit = "OPS" if dt == "int8" else "FLOP"
             # Every width this CPU (and the cap) allows, the faster kept: some cores run
             # zmm FMAs at half rate (Zen 4 splits them; Intel parts with one 512-bit unit).
             per_width: dict[str, kernels.PeakResult] = {}
@@ -381,10 +382,9 @@ def calibrate(threads: int | None = None, dtypes: Iterable[str] = DTYPES, quick:
                     per_width[widest] = again
                 best = max(per_width.values(), key=lambda p: p.gflops)
                 if best is not per_width[widest]:
-                    unit = "GOPS" if dt == "int8" else "GFLOP/s"
                     notes.append(
                         f"warning: {name}: {best.isa} ran faster than {widest} "
-                        f"({best.gflops:,.1f} against {per_width[widest].gflops:,.1f} {unit}, "
+                        f"({best.gflops:,.1f} against {per_width[widest].gflops:,.1f} G{unit}/s, "
                         f"{widest} read twice over), where the table gives {widest} {promise:.1f}x "
                         f"{best.isa}'s figure per cycle: this core may run {widest} at part "
                         f"rate (the table's row does not fit), or the machine slowed every "
@@ -393,7 +393,6 @@ def calibrate(threads: int | None = None, dtypes: Iterable[str] = DTYPES, quick:
             ceiling_isas[name] = best.isa
             others = ", ".join(f"{p.isa} {p.gflops:,.1f}" for p in per_width.values()
                                if p is not best)
-            unit = "OPS" if dt == "int8" else "FLOP"
             expect = (f" of {best.expected_flops_per_cycle:.0f} expected"
                       if best.expected_flops_per_cycle > 0 else ", no expected figure")
             notes.append(f"{name}: {best.flops_per_cycle:.1f} {unit}/cycle per core{expect} "
