@@ -30,8 +30,10 @@ def _fake_calibration(monkeypatch: pytest.MonkeyPatch, calls: list[str]) -> None
         faster = (isa == "avx512") == (dtype != "float64")
         rate = base * (1.2 if add_mix else 1.0) * (1.0 if faster else 0.8) * 1e9
         bits = 512 if isa == "avx512" else 256
+        # The table's figure is what the width reaches: no peak reads low against it.
         return kernels.PeakResult(dtype, isa or "avx2", add_mix, 2, rate, 3e9, rate / 2 / 3e9,
-                                  32.0, 0.1, f"fake {'zmm' if bits == 512 else 'ymm'}", bits)
+                                  rate / 2 / 3e9, 0.1, f"fake {'zmm' if bits == 512 else 'ymm'}",
+                                  bits)
 
     def bandwidth(kind: str, nbytes: int, threads: int | None = None,
                   min_time_s: float = 0.05, *, isa: str | None = None) -> kernels.BandwidthResult:
@@ -497,3 +499,112 @@ def test_no_second_reading_where_the_table_promises_the_wider_width_nothing(
     assert calibration._wider_promise(zmm, zmm) is None
     assert calibration._wider_promise(_peak("avx512", 90.0, 30.0, 34.0), ymm) is None
     assert calibration._wider_promise(_peak("avx512", 90.0, 30.0, 0.0), ymm) is None
+
+
+def _slow_float_spell(monkeypatch: pytest.MonkeyPatch, calls: list[str],
+                      lasts: bool) -> list[tuple[int, int, str]]:
+    """_fake_calibration, where the float FMA peaks and GEMMs read at half their figures (two
+    threads at one core's rate) until the memory steps begin, or throughout with ``lasts``;
+    returns the progress calls the calibration will make."""
+    _fake_calibration(monkeypatch, calls)
+    fake_peak, fake_bandwidth = kernels.peak_flops, kernels.bandwidth
+    slow = [True]
+
+    def peak(dtype: str, threads: int | None = None, *, add_mix: bool = False,
+             min_time_s: float = 0.1, isa: str | None = None) -> kernels.PeakResult:
+        r = fake_peak(dtype, threads, add_mix=add_mix, min_time_s=min_time_s, isa=isa)
+        if dtype in ("bfloat16", "int8") or not slow[0]:
+            return r
+        return kernels.PeakResult(dtype, r.isa, add_mix, r.threads, r.flops_per_s / 2, r.core_hz,
+                                  r.flops_per_cycle / 2, r.expected_flops_per_cycle, r.seconds,
+                                  r.instruction, r.vector_bits)
+
+    def bandwidth(*args: Any, **kwargs: Any) -> kernels.BandwidthResult:
+        slow[0] = lasts
+        return fake_bandwidth(*args, **kwargs)
+
+    monkeypatch.setattr(kernels, "peak_flops", peak)
+    monkeypatch.setattr(kernels, "bandwidth", bandwidth)
+    monkeypatch.setattr(calibration, "_gemm_gflops",
+                        lambda dt, n, t, s: 45.0 if slow[0] else 90.0)
+    return []
+
+
+def test_a_peak_far_below_the_table_is_read_again_after_the_other_ceilings(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[str] = []
+    seen = _slow_float_spell(monkeypatch, calls, lasts=False)
+    r = roofline.calibrate(threads=2, quick=True, cache=False,
+                           progress=lambda d, t, w: seen.append((d, t, w)))
+    # The fake's figures (zmm wins float32, ymm float64; FMA+ADD 1.2x), not the slow spell's.
+    assert r.compute["fma float32"] == pytest.approx(100.0)
+    assert r.compute["fma+add float32"] == pytest.approx(120.0)
+    assert r.compute["fma float64"] == pytest.approx(50.0)
+    assert r.compute["fma+add float64"] == pytest.approx(60.0)
+    assert r.compute["gemm float32"] == r.compute["gemm float64"] == pytest.approx(90.0)
+    assert r.machine["ceiling_isas"]["fma float64"] == "avx2"
+    assert ("fma float32 read 50.0 GFLOP/s, 50% of the table's figure; read again after the "
+            "other ceilings: 100.0, so the ceiling is 100.0") in r.notes
+    assert not any("of what the table promises" in note for note in r.notes)
+    # The dot peaks read their figures the first time: read once (one settled pair) only.
+    assert calls.count("peak bfloat16 False avx512") == 2
+    # 12 steps, then the four float peaks and the two GEMMs again, the total grown to 18.
+    assert [d for d, _, _ in seen] == list(range(19))
+    assert {t for _, t, _ in seen[:12]} == {12} and {t for _, t, _ in seen[12:]} == {18}
+    assert [w for _, _, w in seen[12:]] == [
+        "fma float32 again", "fma+add float32 again", "fma float64 again",
+        "fma+add float64 again", "GEMM float32 again", "GEMM float64 again", "done"]
+    # Compute ceilings keep the order of their steps.
+    assert list(r.compute)[:3] == ["fma float32", "fma+add float32", "gemm float32"]
+
+
+def test_a_peak_still_low_when_read_again_keeps_its_warning(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(calibration, "core_counts", lambda: (2, 2))
+    _slow_float_spell(monkeypatch, [], lasts=True)
+    r = roofline.calibrate(threads=2, quick=True, progress=False, cache=False)
+    assert r.compute["fma float32"] == pytest.approx(50.0)
+    assert r.compute["gemm float32"] == pytest.approx(45.0)
+    assert ("fma float32 read 50.0 GFLOP/s, 50% of the table's figure; read again after the "
+            "other ceilings: 50.0, so the ceiling is 50.0") in r.notes
+    [warning] = [n for n in r.notes if n.startswith("warning: fma float32 reaches")]
+    assert warning.startswith("warning: fma float32 reaches 50% of what the table promises")
+    assert "the 2 threads ran at one core's rate" in warning
+
+
+def test_one_cores_rate_is_named_only_when_the_threads_add_up_to_one_core(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(calibration, "core_counts", lambda: (4, 4))
+    # 4 threads at 26% of the figure each: one core's worth (within 10%).
+    quarter = _peak("avx2", 50.0, 8.3, 32.0)
+    text = calibration._table_deviation("fma float32", quarter, {"avx2": quarter}, 4, False)
+    assert "the 4 threads ran at one core's rate" in text
+    # At 60% on 2 threads they did more than one core's work: a slow clock, not a shared core.
+    part = _peak("avx2", 50.0, 19.2, 32.0)
+    text = calibration._table_deviation("fma float32", part, {"avx2": part}, 2, False)
+    assert text and "one core's rate" not in text
+    # One thread: nothing to share.
+    half = _peak("avx2", 50.0, 16.0, 32.0)
+    assert "one core's rate" not in calibration._table_deviation("fma float32", half,
+                                                                 {"avx2": half}, 1, False)
+
+
+def test_calibration_records_each_peaks_share_of_the_table(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    def peak(dtype: str, threads: int | None = None, *, add_mix: bool = False,
+             min_time_s: float = 0.1, isa: str | None = None) -> kernels.PeakResult:
+        # 24 FLOP/cycle where the table says 32: 75%, on every width and every reading.
+        return kernels.PeakResult(dtype, isa or "avx2", add_mix, 1, 72e9, 3e9, 24.0, 32.0,
+                                  0.1, "fake", 256)
+
+    monkeypatch.setattr(kernels, "peak_flops", peak)
+    monkeypatch.setattr(kernels, "bandwidth", lambda kind, n, t=None, s=0.05, *, isa=None:
+                        kernels.BandwidthResult(kind, n, 3, n, n / 3, 1.0, 1.0, 10.0 + 1e6 / n,
+                                                1, 3, isa or "avx2"))
+    monkeypatch.setattr(calibration, "_gemm_gflops", lambda dt, n, t, s: 60.0)
+    r = roofline.calibrate(threads=1, quick=True, progress=False, cache=False)
+    shares = r.machine["ceiling_table_shares"]
+    assert shares["fma float32"] == pytest.approx(0.75)
+    assert "gemm float32" not in shares
+    p = r.place(flops=100e9, bytes=1e9, seconds=1.0, threads=1)
+    assert p.above_roof_causes[0] == "low-ceiling"

@@ -355,3 +355,26 @@ def test_ceiling_isa_is_read_from_what_the_calibration_recorded() -> None:
     bare = Roofline(compute={"fma float32": 1.0}, memory={"DRAM": 1.0}, threads=1, quick=True,
                     machine={})
     assert bare.ceiling_isa("fma float32") is None and bare.widest_isa() is None
+
+
+def test_point_above_a_ceiling_that_read_far_below_the_table_blames_the_ceiling_first() -> None:
+    # The calibration recorded fma float32 at 51% of the table's FLOP per cycle (two threads
+    # at one core's rate): a GEMM placed 74% above it is first a sign of a low ceiling.
+    base = _zen4_like("avx512", "avx512")
+    r = dataclasses.replace(base, machine={**base.machine,
+                                           "ceiling_table_shares": {"fma float32": 0.51}})
+    p = r.place(flops=348e9, bytes=1e9, seconds=1.0, threads=2)  # 348 of 200 GFLOP/s
+    assert p.above_roof_causes == ("low-ceiling", "wrong-count")
+    assert p.above_roof is not None
+    assert "the ceiling 'fma float32' itself reached only 51% of the FLOP per cycle" \
+        in p.above_roof
+    assert r.ceiling_table_share("fma float32") == pytest.approx(0.51)
+    # At 95% of the table the ceiling is believed: the count is blamed.
+    fine = dataclasses.replace(base, machine={**base.machine,
+                                              "ceiling_table_shares": {"fma float32": 0.95}})
+    assert fine.place(flops=348e9, bytes=1e9, seconds=1.0,
+                      threads=2).above_roof_causes == ("wrong-count",)
+    # None recorded (an older roofline, or a GEMM ceiling): nothing said of it.
+    assert base.ceiling_table_share("fma float32") is None
+    assert base.ceiling_table_share("gemm float32") is None
+

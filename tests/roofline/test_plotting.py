@@ -72,3 +72,19 @@ def test_plot_names_a_point_above_its_ceiling_in_label_and_legend(
     assert ("fast: above its ceiling, likely data in a faster level or a wrong count"
             in drawn["legend"])
     assert not any(t.startswith("triad") for t in drawn["legend"])
+
+
+def test_every_above_roof_cause_has_words_for_the_legend(
+        tmp_path: Path, synthetic: Roofline) -> None:
+    from fastbench.roofline.plotting import _CAUSE_WORDS
+
+    assert set(_CAUSE_WORDS) == set(roofline.ABOVE_ROOF_CAUSES)
+    pytest.importorskip("matplotlib")
+    import dataclasses
+    # An L3 that measured slower than DRAM: the point's first cause is "level-no-faster",
+    # which the legend once had no words for (a KeyError instead of a plot).
+    r = dataclasses.replace(synthetic, memory={**synthetic.memory, "L3": synthetic.memory["DRAM"]})
+    p = r.place(flops=1e9, bytes=50e9, seconds=1.0, threads=r.threads, level="L3")
+    assert p.above_roof_causes[0] == "level-no-faster"
+    out = r.plot(tmp_path / "roof.png", points={"slow L3": p})
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

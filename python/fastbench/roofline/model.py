@@ -43,8 +43,13 @@ ABOVE_ROOF_TOLERANCE = 0.05
 # Why a point can sit above its binding ceiling, as Placement.above_roof_causes names them:
 # the compute ceiling was measured with narrower vectors than the CPU (and so the code) may
 # use; the data sits in a faster memory level than the one judged against; the FLOP or
-# byte count passed in is wrong.
-ABOVE_ROOF_CAUSES = ("narrower-vectors", "faster-level", "wrong-count", "level-no-faster")
+# byte count passed in is wrong; the level judged against measured no faster than the next;
+# the compute ceiling itself read far below what the CPU's table row promises.
+ABOVE_ROOF_CAUSES = ("narrower-vectors", "faster-level", "wrong-count", "level-no-faster",
+                     "low-ceiling")
+# A compute ceiling further than this below the table's FLOP per cycle is suspect
+# (calibration.TABLE_AGREE_WITHIN, the same margin as its warning).
+_TABLE_SHORTFALL = 0.10
 # A working set within this factor of a cache's size still has part of itself in that cache
 # between sweeps (LRU keeps the most recent lines): fewer bytes reach the level judged
 # against than were counted. A numpy triad over 3 x 32 MiB (96 MiB) on a 32 MiB L3 placed
@@ -264,6 +269,14 @@ class Roofline(TextLines):
             return str(self.machine["gemm_isa"])
         return None
 
+    def ceiling_table_share(self, name: str) -> float | None:
+        """The share of the microarchitecture table's FLOP per cycle that a compute ceiling
+        reached when calibrated (``machine["ceiling_table_shares"][name]``); None where the
+        calibration recorded none (no table figure, a GEMM ceiling, an older roofline)."""
+        shares = self.machine.get("ceiling_table_shares")
+        share = shares.get(name) if isinstance(shares, Mapping) else None
+        return float(share) if isinstance(share, (int, float)) and share > 0 else None
+
     def widest_isa(self) -> str | None:
         """The widest ISA the calibrated CPU allows (``machine["best_isa"]``); None when the
         roofline does not record it."""
@@ -367,6 +380,14 @@ class Roofline(TextLines):
         causes: list[str] = []
         why: list[str] = []
         if bound == BOUNDS[1]:
+            share = self.ceiling_table_share(ceiling)
+            if share is not None and share < 1 - _TABLE_SHORTFALL:
+                causes.append(ABOVE_ROOF_CAUSES[4])
+                why.append(f"the ceiling {ceiling!r} itself reached only {share:.0%} of the "
+                           "FLOP per cycle this CPU's table row promises: the calibration "
+                           "ran slowed (a busy or shared machine), so the ceiling is likely "
+                           "low; calibrate again on a quiet machine (calibrate(cache=False), "
+                           "fastbench roofline --no-cache).")
             isa, widest = self.ceiling_isa(ceiling), self.widest_isa()
             top = widest if widest is not None else _ISAS[-1]
             if "bfloat16" not in ceiling and "int8" not in ceiling:  # no float tiles

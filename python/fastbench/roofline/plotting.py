@@ -20,7 +20,9 @@ __all__ = ["plot", "point_label"]
 
 # Short words for Placement.above_roof_causes (model.ABOVE_ROOF_CAUSES), for labels.
 _CAUSE_WORDS = {"narrower-vectors": "a ceiling of narrower vectors",
-                "faster-level": "data in a faster level", "wrong-count": "a wrong count"}
+                "faster-level": "data in a faster level", "wrong-count": "a wrong count",
+                "level-no-faster": "a cache level measured no faster than the next",
+                "low-ceiling": "a ceiling calibrated on a slowed machine"}
 
 
 def point_label(label: str, placement: Placement) -> str:
