@@ -646,8 +646,11 @@ std::atomic<bool> g_zmm_at_half_rate{false};
 // AVX-512) executes a 512-bit FMA as two 256-bit halves on its two FMA pipes (AMD's Zen 4
 // optimization guide, 2.11; Agner Fog's microarchitecture manual, Zen 4): its zmm peak is
 // its ymm peak (117 GFLOP/s float32 per core for both, measured), and there the 6×16 ymm
-// kernel measured 3-13% faster than the zmm ones (n = 1024, both dtypes), so Zen 4 runs it
-// unless a test asks for the zmm kernels (detail::gemm_zmm_at_half_rate).
+// kernel measured 3-13% faster than the zmm ones when chosen (n = 1024, both dtypes), so
+// Zen 4 runs it unless a test asks for the zmm kernels (detail::gemm_zmm_at_half_rate).
+// With the kernels as they are now the two widths are at parity there: zmm over ymm
+// 0.96-1.07 across 1-2 threads, both dtypes, n = 512-2048, each side ahead in 3 of the 12
+// cases (`python benchmarks/gemm_widths.py` on a 2-vCPU Zen 4 guest).
 bool zmm_kernels_pay() {
   return g_zmm_at_half_rate.load(std::memory_order_relaxed) || !zmm_fma_split();
 }
