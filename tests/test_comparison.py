@@ -614,7 +614,14 @@ def test_separate_workers_that_find_nothing_name_the_pairing_that_could() -> Non
     same = compare_measurements(base, {"same": runs(1.001)}).results["same"]
     slower = compare_measurements(base, {"slow": runs(1.5)}).results["slow"]
     assert (same.verdict, slower.verdict) == (NO_DIFF, "slower")
+    # Saved results of several runs that find nothing point to the paired design.
+    assert "--pairing rounds" in same.warnings[-1] and "one invocation" in same.warnings[-1]
+    assert not any("--pairing rounds" in w for w in slower.warnings)
     hinted = _with_rounds_hint(same)
     assert hinted.warnings[:-1] == same.warnings
     assert "pairing='rounds'" in hinted.warnings[-1]
     assert _with_rounds_hint(slower) is slower
+    # A single run a side says "cannot tell" with the processes it needs, not this hint.
+    single = compare_measurements(_synthetic(BASE), {"same": _synthetic(BASE * 1.001)},
+                                  run_variation=0.03).results["same"]
+    assert not any("--pairing rounds" in w for w in single.warnings)
