@@ -608,3 +608,12 @@ def test_calibration_records_each_peaks_share_of_the_table(
     assert "gemm float32" not in shares
     p = r.place(flops=100e9, bytes=1e9, seconds=1.0, threads=1)
     assert p.above_roof_causes[0] == "low-ceiling"
+
+
+def test_tile_peaks_below_their_figure_are_not_read_again() -> None:
+    tiles = kernels.PeakResult("int8", "amx", False, 1, 6.8e12, 4e9, 1712.0, 2048.0, 0.1,
+                               "tdpbusd tmm (AMX-INT8)", microarch.TILE_BITS)
+    assert not calibration._reads_low(tiles)  # 84%: what tiles reach on a quiet core
+    assert calibration._reads_low(_peak("avx512", 50.0, 16.0, 32.0))
+    assert not calibration._reads_low(_peak("avx512", 90.0, 29.5, 32.0))
+    assert not calibration._reads_low(_peak("avx512", 90.0, 29.5, 0.0))  # no figure
