@@ -86,12 +86,17 @@ def paired_block_ratios(times: dict[str, list[float]], num: str, den: str, block
     of the other, so a slow phase of the machine that spans both cancels in their ratio.
     ``within`` sums up one block: its median call (default) or ``min``, its fastest.
     """
-    def per_block(name: str) -> list[float]:
-        values = times[name]
-        per = len(values) // blocks
-        return [within(values[i * per:(i + 1) * per]) for i in range(blocks)]
+    return [x / y for x, y in zip(block_values(times, num, blocks, within),
+                                  block_values(times, den, blocks, within))]
 
-    return [x / y for x, y in zip(per_block(num), per_block(den))]
+
+def block_values(times: dict[str, list[float]], name: str, blocks: int,
+                 within: Callable[[list[float]], float] = statistics.median) -> list[float]:
+    """within() of each of ``name``'s ``blocks`` blocks in :func:`alternating_blocks`'
+    ``times``: its median call (default) or ``min``, its fastest."""
+    values = times[name]
+    per = len(values) // blocks
+    return [within(values[i * per:(i + 1) * per]) for i in range(blocks)]
 
 
 def paired_block_ratio(times: dict[str, list[float]], num: str, den: str, blocks: int,

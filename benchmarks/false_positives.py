@@ -52,6 +52,8 @@ from scipy import stats as sps
 
 import fastbench
 
+from _anchors import positive_int, script_args
+
 ALPHA = 0.05
 SAMPLES = 20
 MIN_TIME_S = 0.005
@@ -209,11 +211,10 @@ def cross_run(pairs: int, use_pyperf: bool, interleaved: bool = False,
               f"{pyperf_slow / pairs * 100:5.1f}% [{pyperf_slow} of {pairs}]")
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("trials", nargs="?", type=int, default=100,
+def options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("trials", nargs="?", type=positive_int, default=100,
                         help="in-process trials (default 100)")
-    parser.add_argument("--pairs", type=int, default=20,
+    parser.add_argument("--pairs", type=positive_int, default=20,
                         help="cross-run pairs of invocations (default 20)")
     parser.add_argument("--part", choices=["all", "in-process", "cross-run", "interleaved"],
                         default="all", help="interleaved: only the --interleaved runs")
@@ -227,7 +228,10 @@ def main() -> None:
     parser.add_argument("--fresh-history", action="store_true",
                         help="cross-run: each pair in a cache directory of its own (no stored "
                         "variation, no run log), as a first comparison on a machine")
-    args = parser.parse_args()
+
+
+def main() -> None:
+    args = script_args(__doc__, options)
     if args.part in ("all", "in-process"):
         in_process(args.trials)
     if args.part in ("all", "cross-run"):

@@ -23,8 +23,8 @@ import statistics
 from typing import Callable
 
 import numpy as np
-from _anchors import (alternating_blocks, paired_block_ratio, paired_block_ratios,
-                      positive_int, ratio_interval, script_args)
+from _anchors import (alternating_blocks, block_values, paired_block_ratios, positive_int,
+                      ratio_interval, script_args)
 
 from fastbench import _core
 from fastbench.roofline import kernels
@@ -81,15 +81,12 @@ def main() -> None:
                 times = alternating_blocks({"avx2": on_path("avx2", call),
                                             "avx512": on_path("avx512", call)},
                                            blocks=args.blocks)
-                per_block = len(times["avx2"]) // args.blocks
-                gf = {}
-                for isa, values in times.items():
-                    fastest = [min(values[i * per_block:(i + 1) * per_block])
-                               for i in range(args.blocks)]
-                    gf[isa] = 2.0 * n ** 3 / statistics.median(fastest) / 1e9
-                ratio = paired_block_ratio(times, "avx2", "avx512", args.blocks, within=min)
-                ci = ratio_interval(paired_block_ratios(times, "avx2", "avx512", args.blocks,
-                                                        within=min))
+                gf = {isa: 2.0 * n ** 3 / 1e9
+                      / statistics.median(block_values(times, isa, args.blocks, min))
+                      for isa in times}
+                ratios = paired_block_ratios(times, "avx2", "avx512", args.blocks, within=min)
+                ratio = statistics.median(ratios)
+                ci = ratio_interval(ratios)
                 if ci is None:
                     ci_text, verdict = "", "too few blocks for an interval"
                 else:

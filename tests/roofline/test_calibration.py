@@ -447,12 +447,30 @@ def test_a_far_faster_path_below_its_figure_is_not_called_the_wrong_width(
     assert "wrong width" not in text and "zmm ran no faster" not in text
 
 
+def _deviation(threads: int, flops_per_cycle: float, cores: tuple[int, int],
+               monkeypatch: pytest.MonkeyPatch) -> str:
+    """_table_deviation of an AVX2 float32 peak at ``flops_per_cycle`` of 32 per core, on
+    ``threads`` and a machine of ``cores`` (logical, physical)."""
+    monkeypatch.setattr(calibration, "core_counts", lambda: cores)
+    low = _peak("avx2", 50.0, flops_per_cycle, 32.0)
+    return calibration._table_deviation("fma float32", low, {"avx2": low}, threads, False)
+
+
 def test_smt_siblings_are_named_when_threads_exceed_physical_cores(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(calibration, "core_counts", lambda: (4, 2))
-    low = _peak("avx2", 50.0, 16.0, 32.0)
-    text = calibration._table_deviation("fma float32", low, {"avx2": low}, 4, False)
+    text = _deviation(4, 16.0, (4, 2), monkeypatch)
     assert "4 threads on 2 physical cores: SMT siblings" in text
+
+
+def test_one_cores_rate_is_named_only_when_the_threads_add_up_to_one_core(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # 4 threads at 26% of the figure each: one core's worth (within 10%).
+    assert "the 4 threads ran at one core's rate" in _deviation(4, 8.3, (4, 4), monkeypatch)
+    # At 60% on 2 threads they did more than one core's work: a slow clock, not a shared core.
+    text = _deviation(2, 19.2, (4, 4), monkeypatch)
+    assert text and "one core's rate" not in text
+    # One thread: nothing to share.
+    assert "one core's rate" not in _deviation(1, 16.0, (4, 4), monkeypatch)
 
 
 def test_a_wider_width_the_table_promises_more_is_read_again_before_it_loses(
@@ -570,23 +588,6 @@ def test_a_peak_still_low_when_read_again_keeps_its_warning(
     [warning] = [n for n in r.notes if n.startswith("warning: fma float32 reaches")]
     assert warning.startswith("warning: fma float32 reaches 50% of what the table promises")
     assert "the 2 threads ran at one core's rate" in warning
-
-
-def test_one_cores_rate_is_named_only_when_the_threads_add_up_to_one_core(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(calibration, "core_counts", lambda: (4, 4))
-    # 4 threads at 26% of the figure each: one core's worth (within 10%).
-    quarter = _peak("avx2", 50.0, 8.3, 32.0)
-    text = calibration._table_deviation("fma float32", quarter, {"avx2": quarter}, 4, False)
-    assert "the 4 threads ran at one core's rate" in text
-    # At 60% on 2 threads they did more than one core's work: a slow clock, not a shared core.
-    part = _peak("avx2", 50.0, 19.2, 32.0)
-    text = calibration._table_deviation("fma float32", part, {"avx2": part}, 2, False)
-    assert text and "one core's rate" not in text
-    # One thread: nothing to share.
-    half = _peak("avx2", 50.0, 16.0, 32.0)
-    assert "one core's rate" not in calibration._table_deviation("fma float32", half,
-                                                                 {"avx2": half}, 1, False)
 
 
 def test_calibration_records_each_peaks_share_of_the_table(

@@ -28,7 +28,8 @@ from ..report.warnings import WarningRecord
 from ..timing.callables import measure
 from ..units import format_bytes
 from . import kernels
-from .model import DTYPES, LEVELS, UNSETTLED, Placement, Roofline, workload_threads
+from .model import (DTYPES, LEVELS, TABLE_AGREE_WITHIN, UNSETTLED, Placement, Roofline,
+                    workload_threads)
 
 __all__ = ["AGREE_WITHIN", "CACHE_VERSION", "MAX_READINGS", "Progress", "TABLE_AGREE_WITHIN",
            "cache_path", "calibrate", "place"]
@@ -57,9 +58,6 @@ _DRAM_MAX_BYTES = 1 << 30
 # reading and a warning, and the roofline is then measured again rather than reused.
 AGREE_WITHIN = 0.05
 MAX_READINGS = 5
-# A peak further than this from the microarchitecture table's FLOP/cycle gets a warning
-# note naming the likely cause (fastbench.machine.microarch).
-TABLE_AGREE_WITHIN = 0.10
 
 _T = TypeVar("_T")
 
@@ -227,12 +225,17 @@ def _best(per_width: Mapping[str, kernels.PeakResult]) -> kernels.PeakResult:
     return max(per_width.values(), key=lambda p: p.gflops)
 
 
+def _table_share(best: kernels.PeakResult) -> float | None:
+    """A peak's share of the table's FLOP per cycle, which vector chains reach on a quiet
+    core; None without a figure, and for AMX tile products, which reach about 84% of theirs
+    on a quiet core (tdpbusd, a Golden Cove-class Xeon guest)."""
+    return None if best.isa == "amx" else best.efficiency
+
+
 def _reads_low(best: kernels.PeakResult) -> bool:
-    """Whether a peak sits more than TABLE_AGREE_WITHIN below the table's figure, which
-    vector chains reach on a quiet core. AMX tile products are left out: on a quiet core
-    they reach about 84% of theirs (tdpbusd, a Golden Cove-class Xeon guest)."""
-    return (best.isa != "amx" and best.efficiency is not None
-            and best.efficiency < 1 - TABLE_AGREE_WITHIN)
+    """Whether a peak sits more than TABLE_AGREE_WITHIN below the table's figure."""
+    share = _table_share(best)
+    return share is not None and share < 1 - TABLE_AGREE_WITHIN
 
 
 def _wider_promise(widest: kernels.PeakResult, best: kernels.PeakResult) -> float | None:
@@ -398,10 +401,8 @@ def calibrate(threads: int | None = None, dtypes: Iterable[str] = DTYPES, quick:
         for isa in _peak_widths(dt):
             per_width[isa] = settle(f"{name} ({isa})", "GFLOP/s", peak_reader(dt, mix, isa),
                                     lambda p: p.gflops)
-        best = max(per_width.values(), key=lambda p: p.gflops)
         widest = next(iter(per_width))
-        promise = _wider_promise(per_width[widest], best)
-        if promise is not None:
+        if _wider_promise(per_width[widest], _best(per_width)) is not None:
             # Two agreeing readings can both be slowed by a disturbance that outlasts them
             # (on a shared 2-vCPU guest, 2-thread float32 zmm once read 217.7 GFLOP/s twice,
             # then 442-471 in every later calibration; ymm, read after, 240 won). Where the
@@ -513,8 +514,9 @@ def calibrate(threads: int | None = None, dtypes: Iterable[str] = DTYPES, quick:
         best = _best(per_width)
         compute[name] = best.gflops
         ceiling_isas[name] = best.isa
-        if best.efficiency is not None and best.isa != "amx":
-            table_shares[name] = round(best.efficiency, 4)
+        share = _table_share(best)
+        if share is not None:
+            table_shares[name] = round(share, 4)
         others = ", ".join(f"{p.isa} {p.gflops:,.1f}" for p in per_width.values()
                            if p is not best)
         expect = (f" of {best.expected_flops_per_cycle:.0f} expected"

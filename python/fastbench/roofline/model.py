@@ -47,9 +47,10 @@ ABOVE_ROOF_TOLERANCE = 0.05
 # the compute ceiling itself read far below what the CPU's table row promises.
 ABOVE_ROOF_CAUSES = ("narrower-vectors", "faster-level", "wrong-count", "level-no-faster",
                      "low-ceiling")
-# A compute ceiling further than this below the table's FLOP per cycle is suspect
-# (calibration.TABLE_AGREE_WITHIN, the same margin as its warning).
-_TABLE_SHORTFALL = 0.10
+# A peak further than this from the microarchitecture table's FLOP/cycle gets a warning note
+# naming the likely cause when calibrated (fastbench.machine.microarch), is read again when
+# below it, and a point above a ceiling that stayed below it blames the ceiling first.
+TABLE_AGREE_WITHIN = 0.10
 # A working set within this factor of a cache's size still has part of itself in that cache
 # between sweeps (LRU keeps the most recent lines): fewer bytes reach the level judged
 # against than were counted. A numpy triad over 3 x 32 MiB (96 MiB) on a 32 MiB L3 placed
@@ -381,7 +382,7 @@ class Roofline(TextLines):
         why: list[str] = []
         if bound == BOUNDS[1]:
             share = self.ceiling_table_share(ceiling)
-            if share is not None and share < 1 - _TABLE_SHORTFALL:
+            if share is not None and share < 1 - TABLE_AGREE_WITHIN:
                 causes.append(ABOVE_ROOF_CAUSES[4])
                 why.append(f"the ceiling {ceiling!r} itself reached only {share:.0%} of the "
                            "FLOP per cycle this CPU's table row promises: the calibration "
