@@ -35,6 +35,7 @@ from numpy.typing import NDArray
 from .._checks import check_choice, check_int
 from ..report.lines import TextLines
 from ..report.table import table
+from ..stats.samples import median_ci
 from ..stats.summary import mean_ci
 from ..units import format_count, format_ns
 from .shares import amdahl, ratio_ci
@@ -407,7 +408,8 @@ class Profile(TextLines):
         Each step's time as observed, with the profiler's cost inside.
     unprofiled_step_times : ndarray or None
         The same steps timed without the profiler, where measured (``profile(fn, ...)``
-        does); the observer effect is their medians' ratio.
+        does); the observer effect is their medians' ratio, and its interval comes from
+        the pairs of steps (:attr:`observer_effect_ci`).
     overhead : Overhead
         What was subtracted.
     roofline : object or None
@@ -447,6 +449,34 @@ class Profile(TextLines):
             return None
         return float(np.median(self.profiled_step_times)
                      / np.median(self.unprofiled_step_times))
+
+    @property
+    def observer_effect_ci(self) -> tuple[float, float] | None:
+        """95% interval of the observer effect: the distribution-free interval of the median
+        of the paired ratios, each profiled step over the unprofiled step run right before
+        it (:func:`fastbench.stats.median_ci`), so that a slow spell of the machine spanning
+        a pair cancels in it. None when the unprofiled steps were not measured, do not pair
+        one to one with the profiled ones, or are too few (fewer than 6 pairs)."""
+        unprofiled = self.unprofiled_step_times
+        if unprofiled is None or unprofiled.size != self.profiled_step_times.size:
+            return None
+        if unprofiled.size == 0 or np.any(unprofiled <= 0):
+            return None
+        return median_ci(self.profiled_step_times / unprofiled)
+
+    def _observer_words(self) -> str:
+        """What the observer effect's interval lets one say, for the printed profile."""
+        ci = self.observer_effect_ci
+        if ci is None:
+            return ""
+        low, high = ci
+        said = f", 95% CI of the paired steps [{low:.3f}, {high:.3f}]"
+        if low > 1.0:
+            return said
+        if high < 1.0:
+            return (said + ": the profiled steps ran faster, which the profiler cannot cause; "
+                    "the machine's speed or the step's own time moved between the steps")
+        return said + ": no effect this run can tell from its noise"
 
     @property
     def attributed_ratio(self) -> float | None:
@@ -636,8 +666,8 @@ class Profile(TextLines):
         if self.observer_effect is not None and self.unprofiled_step_times is not None:
             out.append(f"  observer effect: {format_ns(np.median(self.profiled_step_times) * 1e9)}"
                        f" profiled against {format_ns(np.median(self.unprofiled_step_times) * 1e9)}"
-                       f" unprofiled ({self.observer_effect:.3f}x); net of the cost "
-                       f"{self.attributed_ratio:.3f}x of the unprofiled step")
+                       f" unprofiled ({self.observer_effect:.3f}x{self._observer_words()});"
+                       f" net of the cost {self.attributed_ratio:.3f}x of the unprofiled step")
         ops = sum(c.calls for c in self.cells if c.op != NOT_IN_OP) / max(self.steps, 1)
         out.append(f"  {format_count(ops)} ops per step")
         for by, n in (("family", 8), ("module", 10), ("op", 10)):
