@@ -680,3 +680,31 @@ def test_op_rows_by_shapes_split_an_op_by_its_inputs(collector: str) -> None:
     assert sum(r.time_s for r in by_shapes.values()) == pytest.approx(
         by_op["aten::addmm"].time_s, rel=1e-9)
     assert any("(8, 32)" in name for name in by_shapes)
+
+
+def test_a_step_left_out_takes_its_unprofiled_pair_with_it() -> None:
+    """profile(fn) alternates an unprofiled and a profiled call of each step; one profiled
+    call stretched by 60 ms (as if the host stopped it) is left out, and so is the
+    unprofiled call of its pair: the step counts stay equal, and the unprofiled times kept
+    are those of the kept pairs (each call times its own 2 ms spin, the truth)."""
+    inner: list[float] = []
+    x = torch.randn(8, 8)
+
+    def step() -> None:
+        t0 = time.perf_counter()
+        # 2 warmup calls, then per step an unprofiled and a profiled call; the first pair
+        # is dropped, so call 14 is the 5th reported profiled step (index 4) and call
+        # 2j + 5 is the unprofiled step j.
+        if len(inner) == 13:
+            time.sleep(0.06)
+        _core.spin(2e6)
+        torch.add(x, x)
+        inner.append(time.perf_counter() - t0)
+
+    p = profile(step, steps=20, roofline=False, trace=False)
+    left_out = p.meta["left_out"]
+    assert 4 in left_out   # at most one more step, one the host stretched, goes too
+    assert p.profiled_step_times.size == p.unprofiled_step_times.size == 20 - len(left_out)
+    own = np.delete(np.asarray(inner[4::2][:20]), left_out)
+    assert np.allclose(p.unprofiled_step_times, own, rtol=0.05, atol=2e-4)
+    assert p.observer_effect_ci is not None

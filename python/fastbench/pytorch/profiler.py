@@ -890,6 +890,10 @@ class Profiler:
                 "collector": self.collector, "first_step": drop, "left_out": left_out}
         unprofiled = (np.asarray(self.unprofiled_step_times, dtype=np.float64)
                       if self.unprofiled_step_times else None)
+        if unprofiled is not None and left_out and unprofiled.size == net.size + len(left_out):
+            # profile_run's steps come in pairs: a left-out step takes its unprofiled pair
+            # with it, so the observer effect compares the same steps and its interval pairs.
+            unprofiled = np.delete(unprofiled, left_out)
         return Profile(tuple(cells), net, gross, overhead, unprofiled,
                        _roofline(self._roofline_arg), tuple(trace) if self._trace else (),
                        meta, tuple(warnings))
