@@ -57,9 +57,10 @@ def test_profiled_steps_faster_than_their_pairs_are_called_out() -> None:
     assert "the profiler cannot cause" in line
 
 
-@pytest.mark.parametrize("unprofiled", [None, [0.01] * 9, [0.01] * 5])
-def test_no_interval_without_one_pair_per_step_or_with_too_few(unprofiled) -> None:
-    steps = len(unprofiled) if unprofiled is not None and len(unprofiled) < 6 else 10
+@pytest.mark.parametrize(("steps", "unprofiled"),
+                         [(10, None), (10, [0.01] * 9), (5, [0.01] * 5)])
+def test_no_interval_without_one_pair_per_step_or_with_too_few(
+        steps: int, unprofiled: list[float] | None) -> None:
     prof = _profile([0.011] * steps, unprofiled)
     assert prof.observer_effect_ci is None
     line = [x for x in prof.lines() if "observer effect" in x]
