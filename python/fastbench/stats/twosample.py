@@ -103,7 +103,11 @@ class SampleComparison:
     confidence : float
         Coverage of ``speedup_ci``.
     rel_diff_pct : float
-        ``(median(b) / median(a) - 1) * 100``, in %; positive means the candidate is slower.
+        The change in the candidate's time that ``speedup`` estimates, ``(1 / speedup - 1) *
+        100`` in %; positive means the candidate is slower. Unpaired that is
+        ``(median(b) / median(a) - 1) * 100``; paired it follows the pairs, so it never
+        points against the speedup and verdict (the two sides' own medians can, when the
+        machine's speed moved between rounds).
     p_value : float
         Primary two-sided p-value (sign test or ``p_mannwhitney``, or an adjusted value
         after :meth:`with_p_value`); 1.0 when the test could not run.
@@ -534,7 +538,7 @@ def _compare(
         speedup=speedup,
         speedup_ci=speedup_ci,
         confidence=confidence,
-        rel_diff_pct=(median_b / median_a - 1.0) * 100.0,
+        rel_diff_pct=(1.0 / speedup - 1.0) * 100.0,
         p_value=p_primary,
         p_wilcoxon=p_wilcoxon,
         p_mannwhitney=p_mannwhitney,
