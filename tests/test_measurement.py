@@ -302,6 +302,36 @@ def test_rel_ci_uses_relative_half_width() -> None:
     assert _synthetic(STEADY[:5]).rel_ci is None  # no CI below 6 samples
 
 
+def test_tied_samples_leave_an_interval_of_a_clock_step_per_call() -> None:
+    # A clock that moves in 10 ns steps, 16 calls a sample: per-call times come in steps of
+    # 0.625 ns. 200 samples, 180 of them at 12,000 ns and the rest one step either side:
+    # the order statistics of the 95% interval both fall on 12,000, a width of 0, though
+    # each sample is off by up to one step. The interval is 12,000 ± 0.625 ns.
+    step = 10.0 / 16
+    samples = np.array([12_000.0] * 180 + [12_000.0 - step] * 10 + [12_000.0 + step] * 10)
+    ci = median_ci(samples)
+    assert ci == (12_000.0, 12_000.0)  # what the order statistics alone say
+    m = _synthetic(samples, loops=16, clock_resolution_ns=10.0)
+    assert m.median_ci_ns == pytest.approx((12_000.0 - step, 12_000.0 + step), rel=1e-15)
+    assert m.rel_ci == pytest.approx(step / 12_000.0, rel=1e-12)
+    assert "± 0.0052% within this run" in str(m)
+    # Without a known step (another tool's results) the order statistics stand.
+    assert _synthetic(samples, loops=16).median_ci_ns == (12_000.0, 12_000.0)
+
+
+def test_a_wide_interval_is_not_changed_by_the_clock_step() -> None:
+    m = _synthetic(NOISY, loops=16, clock_resolution_ns=10.0)
+    assert m.median_ci_ns == median_ci(m.quiet_samples_ns)
+
+
+def test_the_clock_step_round_trips_and_defaults_to_unknown() -> None:
+    m = _synthetic(clock_resolution_ns=10.0)
+    assert Measurement.from_dict(json.loads(json.dumps(m.to_dict()))).clock_resolution_ns == 10.0
+    data = m.to_dict()
+    del data["clock_resolution_ns"]
+    assert Measurement.from_dict(data).clock_resolution_ns == 0.0
+
+
 # -- memory -----------------------------------------------------------------------------------
 _MEMORY = CallMemory(peak_increase_bytes=(40 << 20, 42 << 20, 41 << 20),
                      python_peak_bytes=(40 << 20, 40 << 20, 40 << 20), cuda_peak_bytes=None,

@@ -70,6 +70,12 @@ class Measurement:
         Per-call times of the warmup samples, kept apart and never summarised.
     clock : str
         Clock used: "tsc" or "steady" (or the foreign tool's clock for imported results).
+    clock_resolution_ns : float
+        The smallest step the clock read in when the samples were taken (a whole sample's,
+        not a call's); 0.0 when not known (another tool's results, older files). A median
+        is not located more finely than one step per sample, ``clock_resolution_ns /
+        loops`` per call, however many samples tie at it: ``median_ci_ns`` is never
+        narrower than that either side.
     overhead_ns, overhead_mad_ns : float
         The native loop's own cost per iteration (empty body, same loops; includes the
         clock pair spread over the loops): median and median absolute deviation.
@@ -152,6 +158,7 @@ class Measurement:
     run_variation: float | None = None
     run_variation_df: int | None = None
     workload: str = ""
+    clock_resolution_ns: float = 0.0
     # Figures computed from the fields above, filled on first use. Not an __init__ argument,
     # so dataclasses.replace() gives the copy an empty cache of its own: a shared one would
     # report the original's figures for the new samples, and fill the original's with the
@@ -282,13 +289,16 @@ class Measurement:
     @property
     def median_ci_ns(self) -> tuple[float, float] | None:
         """95% CI of ``median_ns``. One run: the distribution-free interval over its
-        quiet-phase samples (None below 6 samples), a within-run interval. Several runs: the
-        t interval of the runs' medians, the run as a random effect."""
+        quiet-phase samples (None below 6 samples), a within-run interval, at least one
+        clock step per call either side of the median (``clock_resolution_ns``). Several
+        runs: the t interval of the runs' medians, the run as a random effect."""
         if "median_ci" not in self._cache:
             if self.run_lengths:
                 self._cache["median_ci"] = run_level(self.run_medians_ns).ci
             else:
-                self._cache["median_ci"] = median_ci(self.quiet_samples_ns, 0.95)
+                self._cache["median_ci"] = _at_least_a_step(
+                    median_ci(self.quiet_samples_ns, 0.95), self.median_ns,
+                    self.clock_resolution_ns / max(self.loops, 1))
         ci: tuple[float, float] | None = self._cache["median_ci"]
         return ci
 
@@ -328,6 +338,7 @@ class Measurement:
             "run_variation": self.run_variation,
             "run_variation_df": self.run_variation_df,
             "workload": self.workload,
+            "clock_resolution_ns": self.clock_resolution_ns,
         }
 
     @classmethod
@@ -388,6 +399,7 @@ class Measurement:
             run_variation=None if variation is None else float(variation),
             run_variation_df=None if variation_df is None else int(variation_df),
             workload=str(data.get("workload", "")),
+            clock_resolution_ns=float(data.get("clock_resolution_ns", 0.0)),
         )
 
     @classmethod
@@ -437,6 +449,7 @@ class Measurement:
             run_variation=first.run_variation,
             run_variation_df=first.run_variation_df,
             workload=first.workload,
+            clock_resolution_ns=max(r.clock_resolution_ns for r in runs),
         )
         return replace(m, warnings=measurement_warnings(m))
 
@@ -461,6 +474,17 @@ class Measurement:
         else:
             across = f"runs here vary by about {format_rel(self.run_variation)}"
         return f"{format_ns(self.median_ns)} {within}; {across} ({detail})"
+
+
+def _at_least_a_step(ci: tuple[float, float] | None, center: float,
+                     step: float) -> tuple[float, float] | None:
+    """``ci`` widened to reach ``step`` below and above ``center``. Samples read from a clock
+    that moves in steps tie at its values; with enough ties the order statistics of the
+    interval fall on one value and its width on 0, while the median itself is known only to
+    about a step (each sample is off by up to one)."""
+    if ci is None or step <= 0.0:
+        return ci
+    return min(ci[0], center - step), max(ci[1], center + step)
 
 
 def relative_half_width(ci: tuple[float, float] | None, center: float) -> float | None:

@@ -80,6 +80,19 @@ def test_call_floor_kind() -> None:
     assert measure(_core.make_spin(10.0), **FAST).call_floor_kind == "native"
 
 
+def test_a_measurement_carries_its_clock_step(clock_name: str) -> None:
+    # The clock's own probe (the smallest step between back-to-back reads) says how finely
+    # a sample can be read; the measurement keeps it, and its interval is at least that
+    # step, spread over the sample's calls, either side of the median.
+    m = measure(lambda: None, clock=clock_name, **FAST)
+    step = _core.clock_info(clock_name).resolution_ns
+    assert m.clock_resolution_ns == step > 0.0
+    ci = m.median_ci_ns
+    assert ci is not None
+    assert ci[0] <= m.median_ns - step / m.loops and ci[1] >= m.median_ns + step / m.loops
+    assert timeit("pass", clock=clock_name, **FAST).clock_resolution_ns == step
+
+
 def test_python_call_floor_is_small_and_positive() -> None:
     m = measure(lambda: None, **FAST)
     assert 0.0 < m.call_floor_ns < 10_000.0

@@ -297,7 +297,8 @@ MEASUREMENT = _record(
      "warnings": _TEXTS, "counters": _nullable(_SAMPLE_COUNTS),
      "memory": _nullable(_CALL_MEMORY), "run_lengths": _items(_POSITIVE_INT),
      "run_loops": _items(_POSITIVE_INT), "run_variation": _nullable(_NONNEGATIVE),
-     "run_variation_df": _nullable(_POSITIVE_INT), "workload": _text},
+     "run_variation_df": _nullable(_POSITIVE_INT), "workload": _text,
+     "clock_resolution_ns": _NONNEGATIVE},
     then=_runs_add_up,
 )
 

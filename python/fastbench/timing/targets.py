@@ -91,6 +91,7 @@ class Target:
             run_variation=None if variation is None else variation[0],
             run_variation_df=None if variation is None else variation[1],
             workload=self.workload,
+            clock_resolution_ns=float(_core.clock_info(self.clock).resolution_ns),
         )
         return replace(m, warnings=measurement_warnings(m, _core.auto_clock()[1]))
 
