@@ -195,18 +195,23 @@ def _profiled(p: Profile, module: str, phase: str) -> np.ndarray:
 @both_collectors
 def test_forward_shares_match_known_spins(collector: str) -> None:
     """Each module's time, the spin op and the time around it, against its own body's
-    timing: within 2 points of the step summed over steps, and in a step (the median) at
-    most 300 µs over it, the cost of calling the module. Without load the bodies take 2, 4,
-    6 and 8 ms, and the shares are 10/20/30/40%."""
+    timing: summed over steps, at most 2 points of the step below it; in a step at most 300
+    µs (the cost of calling the module) over it beyond the time no body logged in that step
+    (a collection or a preemption between two bodies belongs to the module it fell in: one
+    step here gave 6 ms of it to blocks.0), and in the median step at most 300 µs over it.
+    Without load the bodies take 2, 4, 6 and 8 ms, and the shares are 10/20/30/40%."""
     model = KnownSplit(MS, np.random.default_rng(1), as_op=True)
     x = torch.zeros(4)
     with torch.no_grad():
         p, spans = _profile_steps(model, lambda: model(x), 12, collector)
     steps_total = float(np.sum(p.step_times))
+    bodies = sum(_logged(spans, f"blocks.{i}", "forward") for i in range(len(MS)))
+    unlogged = np.maximum(p.step_times - bodies, 0.0)
     for i, (share, lo, hi) in enumerate(_module_shares(p).values()):
         name = f"blocks.{i}"
         truth, got = _logged(spans, name, "forward"), _profiled(p, name, "forward")
-        assert abs(got.sum() - truth.sum()) / steps_total < 0.02, (name, got, truth)
+        assert (truth.sum() - got.sum()) / steps_total < 0.02, (name, got, truth)
+        assert np.all(got - truth <= unlogged + 300e-6), (name, got, truth, unlogged)
         assert share == pytest.approx(got.sum() / steps_total, rel=1e-9)
         assert lo <= share <= hi
         assert -50e-6 < np.median(got - truth) < 300e-6, (name, got, truth)
@@ -262,7 +267,7 @@ def test_time_between_ops_belongs_to_the_running_module_forward_and_backward(
         name = f"blocks.{i}"
         for phase in ("forward", "backward"):
             truth, got = _logged(spans, name, phase), _profiled(p, name, phase)
-            assert abs(got.sum() - truth.sum()) / steps_total < 0.02, (name, phase)
+            assert (truth.sum() - got.sum()) / steps_total < 0.02, (name, phase)
             # The body and the calls around it: the module call or the engine's node (tens
             # of µs), and in a step at most all the time no body logged (a collection, a slow
             # host phase: 1-3.7 ms of a 60 ms step here, up to 1.5 ms of it in one node),
