@@ -113,3 +113,78 @@ def test_several_runs_per_side_are_judged_by_their_spread() -> None:
     c = compare_measurements(base, {"same": same, "slow": slow})
     assert c.verdicts == {"same": "no significant difference", "slow": "slower"}
     assert {r.level for r in c.results.values()} == {"runs"}
+
+
+# -- processes the host slowed from start to end ---------------------------------------------------
+SLOWED = (1000.0, 1004.0, 996.0, 1880.0, 1002.0, 998.0)  # the fourth ran 1.88x slow throughout
+
+
+def test_a_process_slowed_throughout_is_left_out_of_the_figure_and_said() -> None:
+    m = Measurement.from_runs([_run(x, i) for i, x in enumerate(SLOWED)])
+    np.testing.assert_array_equal(m.quiet_runs, [True, True, True, False, True, True])
+    kept = np.log(m.run_medians_ns[m.quiet_runs])
+    assert m.median_ns == pytest.approx(math.exp(kept.mean()), rel=1e-12)
+    half = sps.t(4).ppf(0.975) * kept.std(ddof=1) / math.sqrt(5)
+    lo, hi = m.median_ci_ns or (0.0, 0.0)
+    assert lo == pytest.approx(math.exp(kept.mean() - half), rel=1e-12)
+    assert hi == pytest.approx(math.exp(kept.mean() + half), rel=1e-12)
+    assert m.run_spread == pytest.approx(kept.std(ddof=1), rel=1e-12)
+    # Said in the headline and in an info warning that names the run and the figure with it.
+    assert "over 5 undisturbed of 6 processes" in str(m)
+    (note,) = [w for w in m.warnings if getattr(w, "code", "") == "disturbed-runs"]
+    everything = math.exp(float(np.mean(np.log(m.run_medians_ns))))
+    assert note.startswith("disturbed processes: 1 of 6 ran more than 10% slower")
+    assert f"{everything / 1000:.3f} µs" in note and not [
+        w for w in m.warnings if getattr(w, "code", "") == "run-spread"]
+    # A file keeps the text alone; reading it back codes it again.
+    back = Measurement.from_dict(m.to_dict())
+    assert [getattr(w, "code", "") for w in back.warnings] == [
+        getattr(w, "code", "") for w in m.warnings]
+
+
+def _slowed_runs(rng: np.random.Generator, level_ns: float, processes: int, seed: int,
+                 slowed: float) -> Measurement:
+    """A processes=N result on a host like the one the tolerance was set on: each process
+    1% apart from the others, and with probability ``slowed`` run 1.1-2.3x slow throughout."""
+    levels = level_ns * np.exp(rng.normal(0.0, 0.01, processes))
+    hit = rng.random(processes) < slowed
+    levels[hit] *= rng.uniform(1.1, 2.3, int(hit.sum()))
+    return Measurement.from_runs([_run(x, seed + i, n=64) for i, x in enumerate(levels)])
+
+
+@pytest.mark.slow
+def test_saved_results_of_five_processes_with_slowed_processes_keep_their_verdicts() -> None:
+    # 15% of the processes slowed (as measured), 5 a side, compared as saved results are.
+    # Identical code: "slower" or "faster" at most in the 5% the test allows (with the
+    # binomial margin of 100 trials); a 10% slowdown: found in at least 90 of 100 (93 with
+    # this seed). Judged on every process, the slowed ones spread each side by tens of
+    # percent, and 10% was found in 23 of the same 100.
+    rng = np.random.default_rng(16)
+    trials, wrong, found = 100, 0, 0
+    for t in range(trials):
+        a = _slowed_runs(rng, 1000.0, 5, 1000 * t, 0.15)
+        same = _slowed_runs(rng, 1000.0, 5, 1000 * t + 100, 0.15)
+        slow = _slowed_runs(rng, 1100.0, 5, 1000 * t + 200, 0.15)
+        c = compare_measurements(a, {"same": same, "slow": slow}, correction="none")
+        wrong += c.verdicts["same"] in ("slower", "faster")
+        found += c.verdicts["slow"] == "slower"
+    assert wrong <= sps.binom.ppf(0.9999, trials, 0.05)
+    assert found >= 90
+
+
+def test_paired_runs_leave_out_a_pair_with_a_slowed_process() -> None:
+    # compare(processes=N) pairs the i-th process of each side; a pair one of whose processes
+    # the host slowed throughout is left out, and the test runs on the other pairs.
+    from fastbench.comparison import judge_runs
+
+    base = Measurement.from_runs([_run(x, i) for i, x in enumerate(SLOWED)])  # 4th slowed
+    cand = Measurement.from_runs([_run(x * 1.05, 10 + i) for i, x in enumerate(
+        (1000.0, 1004.0, 996.0, 1001.0, 1002.0, 998.0))])
+    r = judge_runs("base", {"base": base, "cand": cand}, paired=True, alpha=0.05,
+                   min_effect=0.01, correction="none")["cand"]
+    assert (r.n_a, r.n_b) == (5, 5)
+    keep = np.array([True, True, True, False, True, True])
+    ratios = np.log(base.run_medians_ns[keep]) - np.log(cand.run_medians_ns[keep])
+    assert r.speedup == pytest.approx(math.exp(ratios.mean()), rel=1e-12)
+    assert r.verdict == "slower"
+    assert any(w.startswith("1 of 6 pairs left out") for w in r.warnings)

@@ -12,13 +12,16 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Literal, Mapping, Sequence, overload
 
+import numpy as np
+from numpy.typing import NDArray
+
 from ._checks import check_choice, check_finite, check_fraction, check_int
 from .counters import CountComparison, InstructionCount, compare_counts
 from .counters import count_instructions, count_statement_instructions
 from .machine import known_run_variation, results_key
 from .measurement import Measurement
 from .stats import SampleComparison, adjust_pvalues, compare_samples
-from .stats.runs import compare_runs
+from .stats.runs import RUN_TOLERANCE, compare_runs
 from .timing import Target, callable_target, run_config, statement_target
 from .timing.sampling import run_rounds
 from .timing.targets import learned_variation
@@ -485,12 +488,35 @@ def judge_runs(
         if name == baseline_name:
             continue
         sd, sd_df, whose = (None, None, "") if paired else _between(base, m)
-        results[name] = compare_runs(
-            base.run_medians_ns, m.run_medians_ns, paired=paired, alpha=alpha,
+        a, b, note = _undisturbed(base, m, paired)
+        r = compare_runs(
+            a, b, paired=paired, alpha=alpha,
             min_effect=min_effect, run_variation=variation, variation_df=df,
             within_a=_within(base), within_b=_within(m), variation_source=source,
             between_variation=sd, between_df=sd_df, between_source=whose)
+        results[name] = r if not note else replace(r, warnings=(*r.warnings, note))
     return _corrected(results, correction)
+
+
+def _undisturbed(a: Measurement, b: Measurement,
+                 paired: bool) -> tuple[NDArray[np.float64], NDArray[np.float64], str]:
+    """The run medians a comparison judges: each side's undisturbed runs
+    (``Measurement.quiet_runs``); paired, the pairs whose runs both are. And a note on what
+    was left out ("" when nothing was)."""
+    if paired and a.runs == b.runs:
+        keep = a.quiet_runs & b.quiet_runs
+        left = int(keep.size - np.count_nonzero(keep))
+        note = "" if not left else (
+            f"{left} of {keep.size} pairs left out: a process of the pair ran more than "
+            f"{RUN_TOLERANCE:.0%} slower than its side's others from start to end")
+        return a.run_medians_ns[keep], b.run_medians_ns[keep], note
+    left_a = a.runs - int(np.count_nonzero(a.quiet_runs))
+    left_b = b.runs - int(np.count_nonzero(b.quiet_runs))
+    note = "" if not (left_a or left_b) else (
+        f"processes left out as disturbed (more than {RUN_TOLERANCE:.0%} slower than their "
+        f"side's others from start to end): {left_a} of {a.runs} baseline, "
+        f"{left_b} of {b.runs} candidate")
+    return a.quiet_run_medians_ns, b.quiet_run_medians_ns, note
 
 
 def _between(a: Measurement, b: Measurement) -> tuple[float | None, int | None, str]:

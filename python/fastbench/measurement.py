@@ -19,7 +19,7 @@ from .memory import CallMemory
 from .report.warnings import WarningRecord
 from .stats import Summary, median_ci, summarize
 from .stats.phases import Phases, concatenate_phases, timing_phases
-from .stats.runs import run_level
+from .stats.runs import RUN_TOLERANCE, quiet_runs, run_level
 from .stats.summary import PERCENTILES
 from .units import format_ns, format_rel
 
@@ -52,6 +52,7 @@ _WARNING_KINDS: tuple[tuple[str, str, re.Pattern[str]], ...] = (
     ("call-floor-noise", "warning",
      re.compile(r"the body costs no more than the call floor's noise ")),
     ("run-spread", "warning", re.compile(r"runs disagree: ")),
+    ("disturbed-runs", "info", re.compile(r"disturbed processes: ")),
 )
 
 
@@ -222,10 +223,25 @@ class Measurement:
         return medians
 
     @property
+    def quiet_runs(self) -> NDArray[np.bool_]:
+        """Which runs ran undisturbed (:func:`fastbench.stats.runs.quiet_runs`): all but those
+        whose median lies more than 10% above the others', slowed by the host from start to
+        end. Every run below 3 runs; one value for a single run."""
+        if "quiet_runs" not in self._cache:
+            self._cache["quiet_runs"] = quiet_runs(self.run_medians_ns)
+        mask: NDArray[np.bool_] = self._cache["quiet_runs"]
+        return mask
+
+    @property
+    def quiet_run_medians_ns(self) -> NDArray[np.float64]:
+        """The medians of the undisturbed runs (``quiet_runs``), in order."""
+        return self.run_medians_ns[self.quiet_runs]
+
+    @property
     def run_spread(self) -> float | None:
-        """Relative standard deviation between the runs' medians (SD of their logs); None
-        for a single run."""
-        return run_level(self.run_medians_ns).spread
+        """Relative standard deviation between the undisturbed runs' medians (SD of their
+        logs); None for a single run."""
+        return run_level(self.quiet_run_medians_ns).spread
 
     @property
     def quiet_samples_ns(self) -> NDArray[np.float64]:
@@ -250,9 +266,10 @@ class Measurement:
         Equal to ``raw_median_ns`` when no interference phase was found. Stretches in which
         a shared machine ran every sample slower (another tenant, the hypervisor) would
         otherwise make the median report how much of the run they covered. With several
-        runs: the geometric mean of the runs' medians."""
+        runs: the geometric mean of the undisturbed runs' medians (``quiet_runs``), for the
+        same reason one level up: the host also slows whole processes."""
         if self.run_lengths:
-            return run_level(self.run_medians_ns).center
+            return run_level(self.quiet_run_medians_ns).center
         return float(np.median(self.quiet_samples_ns))
 
     @property
@@ -291,10 +308,10 @@ class Measurement:
         """95% CI of ``median_ns``. One run: the distribution-free interval over its
         quiet-phase samples (None below 6 samples), a within-run interval, at least one
         clock step per call either side of the median (``clock_resolution_ns``). Several
-        runs: the t interval of the runs' medians, the run as a random effect."""
+        runs: the t interval of the undisturbed runs' medians, the run as a random effect."""
         if "median_ci" not in self._cache:
             if self.run_lengths:
-                self._cache["median_ci"] = run_level(self.run_medians_ns).ci
+                self._cache["median_ci"] = run_level(self.quiet_run_medians_ns).ci
             else:
                 self._cache["median_ci"] = _at_least_a_step(
                     median_ci(self.quiet_samples_ns, 0.95), self.median_ns,
@@ -466,7 +483,9 @@ class Measurement:
         if self.run_lengths:
             spread = "± n/a" if rel is None else f"± {format_rel(rel)}"
             between = self.run_spread or 0.0
-            return (f"{format_ns(self.median_ns)} {spread} (95% CI over {self.runs} processes, "
+            kept = int(np.count_nonzero(self.quiet_runs))
+            over = f"{self.runs}" if kept == self.runs else f"{kept} undisturbed of {self.runs}"
+            return (f"{format_ns(self.median_ns)} {spread} (95% CI over {over} processes, "
                     f"which vary by {format_rel(between)}; {detail})")
         within = "± n/a within this run" if rel is None else f"± {format_rel(rel)} within this run"
         if self.run_variation is None:
@@ -542,12 +561,24 @@ def measurement_warnings(m: Measurement, clock_reason: str = "") -> tuple[Warnin
         found.append(WarningRecord(
             f"precision target not reached: median CI ±{got} > ±{m.target_rel_ci * 100:.3g}% "
             "when the time budget ran out", "precision-target-unmet"))
+    left_out = m.run_medians_ns[~m.quiet_runs]
+    if left_out.size:
+        everything = run_level(m.run_medians_ns).center
+        found.append(WarningRecord(
+            f"disturbed processes: {left_out.size} of {m.runs} ran more than "
+            f"{format_rel(RUN_TOLERANCE)} slower than the others from start to end "
+            f"({', '.join(format_ns(float(x)) for x in left_out)} against "
+            f"{format_ns(float(np.min(m.run_medians_ns)))}-"
+            f"{format_ns(float(np.max(m.quiet_run_medians_ns)))}), the host's doing: left out "
+            f"of the figure and its interval, which with them would be {format_ns(everything)}",
+            "disturbed-runs", "info"))
     spread = m.run_spread
     if spread is not None and spread > RUN_SPREAD_WARN:
+        kept = m.quiet_run_medians_ns
         found.append(WarningRecord(
-            f"runs disagree: the medians of the {m.runs} processes vary by {format_rel(spread)} "
-            f"(from {format_ns(float(np.min(m.run_medians_ns)))} to "
-            f"{format_ns(float(np.max(m.run_medians_ns)))}); the interval allows for it, but a "
+            f"runs disagree: the medians of the {kept.size} processes vary by "
+            f"{format_rel(spread)} (from {format_ns(float(np.min(kept)))} to "
+            f"{format_ns(float(np.max(kept)))}); the interval allows for it, but a "
             "quieter machine or more processes would narrow it", "run-spread"))
     noise = 3.0 * max(m.call_floor_mad_ns, 0.0)
     if m.call_floor_kind != "unknown" and m.net_median_ns <= noise:

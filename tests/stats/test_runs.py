@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from fastbench.stats.runs import compare_runs, processes_needed, run_level, run_spread
+from fastbench.stats.runs import (RUN_TOLERANCE, compare_runs, processes_needed, quiet_runs,
+                                  run_level, run_spread)
 
 ALPHA = 0.05
 
@@ -213,3 +214,47 @@ def test_the_spread_of_whole_results_only_ever_widens_the_test() -> None:
     assert any("x's vary by about 5.0% between invocations" in w for w in wide.warnings)
     with pytest.raises(ValueError, match="between_variation"):
         compare_runs(a, b, between_variation=-0.1)
+
+
+# -- undisturbed runs ---------------------------------------------------------------------------
+def test_a_process_the_host_slowed_throughout_is_left_out() -> None:
+    # Medians of ten processes from one processes=10 result (ns): one at 1.88x the others.
+    medians = [712, 730, 731, 725, 706, 711, 711, 1329, 709, 731]
+    np.testing.assert_array_equal(quiet_runs(medians), [m != 1329 for m in medians])
+
+
+def test_the_level_is_the_fastest_run_and_the_tolerance_ten_percent() -> None:
+    assert RUN_TOLERANCE == 0.10
+    # Fastest 700: 770 is exactly 10% above it and stays, 771 goes.
+    np.testing.assert_array_equal(quiet_runs([700, 770, 771, 705, 720]),
+                                  [True, True, False, True, True])
+    np.testing.assert_array_equal(quiet_runs([700, 760, 780, 705], tolerance=0.2),
+                                  [True, True, True, True])
+
+
+def test_half_the_runs_are_always_kept() -> None:
+    # One run far faster than the rest cannot set the level: only 1 of 7 lies within 10%
+    # of 500, while 6 lie within 10% of 1000, which becomes the level; 500 is faster than it
+    # and kept too.
+    medians = [500, 1000, 1000, 1001, 1002, 1000, 1003]
+    np.testing.assert_array_equal(quiet_runs(medians), [True] * 7)
+    np.testing.assert_array_equal(quiet_runs(medians + [1150]), [True] * 7 + [False])
+    # Five of ten slowed (one result here had 1260-1642 ns against 708-711): the fast five.
+    medians = [1642, 1437, 1330, 711, 711, 1280, 1260, 708, 710, 709]
+    np.testing.assert_array_equal(quiet_runs(medians), [m < 800 for m in medians])
+
+
+@pytest.mark.parametrize("medians", [[1000.0], [1000.0, 2000.0]])
+def test_below_three_runs_every_run_is_kept(medians: list[float]) -> None:
+    assert quiet_runs(medians).all()
+
+
+@pytest.mark.parametrize("bad", [[], [1.0, -2.0, 3.0], [1.0, float("nan"), 2.0]])
+def test_quiet_runs_refuses_what_are_not_times(bad: list[float]) -> None:
+    with pytest.raises(ValueError):
+        quiet_runs(bad)
+
+
+def test_quiet_runs_refuses_a_negative_tolerance() -> None:
+    with pytest.raises(ValueError, match="tolerance"):
+        quiet_runs([1.0, 2.0, 3.0], tolerance=-0.1)
