@@ -96,7 +96,8 @@ def worker() -> None:
                       "fastbench min": m.min_ns, "fastbench processes=10": runs.median_ns,
                       "fastbench instructions": count.per_call,
                       "instruction source": count.source, "instruction seconds": count_s,
-                      "between-process spread": runs.run_spread or 0.0, "timeit": ti,
+                      "between-process spread": runs.run_spread or 0.0,
+                      "processes left out": int(runs.runs - runs.quiet_runs.sum()), "timeit": ti,
                       "pytest-benchmark": pytest_benchmark_style_min_ns(fn),
                       "seconds": m.elapsed_s, "disturbed": m.phases.disturbed_share}))
 
@@ -138,6 +139,15 @@ def _cv(values: list[float]) -> float:
     return statistics.stdev(values) / statistics.fmean(values)
 
 
+def _result(medians: list[float]) -> float:
+    """What processes=N reports of these process medians: the geometric mean of those the
+    host did not slow throughout (fastbench.stats.runs.quiet_runs)."""
+    from fastbench.stats.runs import quiet_runs
+
+    keep = quiet_runs(medians)
+    return statistics.geometric_mean([x for x, k in zip(medians, keep) if k])
+
+
 def series(seconds: float) -> None:
     rows: list[dict[str, Any]] = []
     t0 = time.monotonic()
@@ -172,13 +182,13 @@ def series(seconds: float) -> None:
     lags = ", ".join(f"lag {k}: {sum(a * b for a, b in zip(dev, dev[k:])) / var:+.2f}"
                      for k in (1, 2, 5, 10) if k < n)
     print(f"  autocorrelation of successive processes (one layout): {lags}")
-    print("  10-process results (geometric mean of the medians, as processes=10 reports),"
-          " back to back and spread out:")
+    print("  10-process results (geometric mean of the undisturbed processes' medians, as"
+          " processes=10 reports), back to back and spread out:")
     for stride in (1, 2, 4, 8):
         window = 10 * stride
         sds, count = [], 0
         for off in range(stride):  # every stride-th process of consecutive windows
-            results = [statistics.geometric_mean(plain[a + off:a + window:stride])
+            results = [_result(plain[a + off:a + window:stride])
                        for a in range(0, n - window + 1, window)]
             if len(results) >= 3:
                 sds.append((statistics.stdev(results) / statistics.median(results)) ** 2)
@@ -191,7 +201,7 @@ def series(seconds: float) -> None:
     print("  processes drawn independently from those above, 2000 runs of 10 invocations:")
     for name, v in (("one layout", plain), ("5 heap layouts", padded)):
         for processes in (10, 20, 40):
-            ranges = [_spread([statistics.geometric_mean(rng.choices(v, k=processes))
+            ranges = [_spread([_result(rng.choices(v, k=processes))
                                for _ in range(10)]) for _ in range(2000)]
             within3 = sum(r <= 0.03 for r in ranges) / len(ranges)
             print(f"    {name}, processes={processes}: median range"
@@ -208,7 +218,9 @@ def main() -> None:
         print(f"  invocation {i + 1}: "
               + ", ".join(f"{k} {r[k]:.1f} {UNITS.get(k, 'ns')}" for k in TOOLS)
               + f"; fastbench sampled {r['seconds']:.2f} s, {r['disturbed']:.1%} in interference;"
-              f" processes differed by {r['between-process spread']:.1%}; instruction count "
+              f" processes differed by {r['between-process spread']:.1%}"
+              f" ({r['processes left out']} of {PROCESSES} left out as slowed throughout);"
+              " instruction count "
               f"({r['instruction source']}) took {r['instruction seconds']:.1f} s", flush=True)
     print()
     from scipy.stats import spearmanr
