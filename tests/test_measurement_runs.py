@@ -115,7 +115,7 @@ def test_several_runs_per_side_are_judged_by_their_spread() -> None:
     assert {r.level for r in c.results.values()} == {"runs"}
 
 
-# -- processes the host slowed from start to end ---------------------------------------------------
+# -- processes the host slowed from start to end ---------------------------------------------
 SLOWED = (1000.0, 1004.0, 996.0, 1880.0, 1002.0, 998.0)  # the fourth ran 1.88x slow throughout
 
 
@@ -154,7 +154,7 @@ def _slowed_runs(rng: np.random.Generator, level_ns: float, processes: int, seed
 
 @pytest.mark.slow
 def test_saved_results_of_five_processes_with_slowed_processes_keep_their_verdicts() -> None:
-    # 15% of the processes slowed (as measured), 5 a side, compared as saved results are.
+    # 15% of the processes slowed (12% were, measured), 5 a side, compared as saved results are.
     # Identical code: "slower" or "faster" at most in the 5% the test allows (with the
     # binomial margin of 100 trials); a 10% slowdown: found in at least 90 of 100 (93 with
     # this seed). Judged on every process, the slowed ones spread each side by tens of
