@@ -142,10 +142,10 @@ def _cv(values: list[float]) -> float:
 def _result(medians: list[float]) -> float:
     """What processes=N reports of these process medians: the geometric mean of those the
     host did not slow throughout (fastbench.stats.runs.quiet_runs)."""
-    from fastbench.stats.runs import quiet_runs
+    from fastbench.stats.runs import quiet_runs, run_level
 
     keep = quiet_runs(medians)
-    return statistics.geometric_mean([x for x, k in zip(medians, keep) if k])
+    return run_level([x for x, k in zip(medians, keep) if k]).center
 
 
 def series(seconds: float) -> None:

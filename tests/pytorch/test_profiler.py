@@ -181,6 +181,13 @@ def _logged(spans: list[tuple[int, int]], module: str, phase: str) -> np.ndarray
     return out
 
 
+def _unlogged(p: Profile, spans: list[tuple[int, int]], phases: tuple[str, ...]) -> np.ndarray:
+    """Seconds of each step that no spinner body in ``phases`` logged (the calls around the
+    bodies, a collection, a preemption between two bodies)."""
+    bodies = sum(_logged(spans, f"blocks.{i}", ph) for i in range(len(MS)) for ph in phases)
+    return np.maximum(p.step_times - bodies, 0.0)
+
+
 def _subtracted(p: Profile) -> float:
     """The observer cost the profile subtracted, as a share of its net steps."""
     return float(np.sum(p.profiled_step_times)) / float(np.sum(p.step_times)) - 1.0
@@ -205,8 +212,7 @@ def test_forward_shares_match_known_spins(collector: str) -> None:
     with torch.no_grad():
         p, spans = _profile_steps(model, lambda: model(x), 12, collector)
     steps_total = float(np.sum(p.step_times))
-    bodies = sum(_logged(spans, f"blocks.{i}", "forward") for i in range(len(MS)))
-    unlogged = np.maximum(p.step_times - bodies, 0.0)
+    unlogged = _unlogged(p, spans, ("forward",))
     for i, (share, lo, hi) in enumerate(_module_shares(p).values()):
         name = f"blocks.{i}"
         truth, got = _logged(spans, name, "forward"), _profiled(p, name, "forward")
@@ -260,9 +266,7 @@ def test_time_between_ops_belongs_to_the_running_module_forward_and_backward(
     x = torch.zeros(4, requires_grad=True)
     p, spans = _profile_steps(model, lambda: model(x).sum().backward(), 6, collector)
     steps_total = float(np.sum(p.step_times))
-    bodies = sum(_logged(spans, f"blocks.{i}", phase) for i in range(len(MS))
-                 for phase in ("forward", "backward"))
-    unlogged = np.maximum(p.step_times - bodies, 0.0)   # each step's time outside every body
+    unlogged = _unlogged(p, spans, ("forward", "backward"))  # each step outside every body
     for i in range(len(MS)):
         name = f"blocks.{i}"
         for phase in ("forward", "backward"):
