@@ -366,7 +366,10 @@ def test_correction_matches_adjust_pvalues(correction: str) -> None:
         assert got.p_value == pytest.approx(float(p), rel=1e-12, abs=0.0)
         assert got.p_value >= r.p_value
         assert got.p_wilcoxon == r.p_wilcoxon  # the secondary p-value stays unadjusted
-        assert got.to_dict() == r.with_p_value(float(p)).to_dict()  # verdict re-judged
+        want = r.with_p_value(float(p)).to_dict()  # verdict re-judged
+        taken_back = [w for w in got.warnings if "not once p is corrected" in w]
+        assert taken_back == ([] if want["verdict"] == r.verdict else taken_back[:1])
+        assert {**got.to_dict(), "warnings": want["warnings"]} == want
 
 
 def test_correction_none_leaves_p_values_alone() -> None:
@@ -374,6 +377,37 @@ def test_correction_none_leaves_p_values_alone() -> None:
     for name, r in _raw(c).items():
         assert c.results[name].to_dict() == r.to_dict()
         assert c.results[name].p_value == r.p_value
+
+
+def test_a_verdict_the_correction_takes_back_says_so() -> None:
+    # Worked by hand: 12 paired rounds, 10 with the candidate 4% faster and 2 with it 1%
+    # slower. The exact sign test gives p = 2 * P(Bin(12, 1/2) >= 10) = 2 * 79/4096 = 0.0386
+    # and the 96% sign interval of the median log-ratio is [d(3), d(10)] = [log 1.04,
+    # log 1.04], clear of 1: "faster" on its own. A second candidate with p = 1 makes Holm's
+    # correction double the smaller p to 0.0771 >= 0.05: no verdict, and the table must say
+    # why its interval still lies clear of 1.
+    from fastbench.comparison import _corrected
+
+    base = np.full(12, 1040.0)
+    fast = np.array([1000.0] * 10 + [1050.4] * 2)
+    same = base.copy()
+    alone = compare_samples(base, fast, paired=True)
+    assert alone.p_value == pytest.approx(2 * 79 / 4096, rel=1e-9)
+    assert alone.verdict == "faster"
+    assert alone.speedup_ci is not None and alone.speedup_ci[0] > 1.0
+    got = _corrected({"fast": alone, "same": compare_samples(base, same, paired=True)}, "holm")
+    r = got["fast"]
+    assert r.p_value == pytest.approx(4 * 79 / 4096, rel=1e-9)
+    assert r.verdict == NO_DIFF
+    assert r.speedup_ci == alone.speedup_ci
+    assert [w for w in r.warnings if "not once p is corrected for 2 candidates" in w]
+    assert not [w for w in got["same"].warnings if "corrected" in w]
+    # Beside a candidate faster in all 12 rounds (p = 2/4096), Holm multiplies the smaller
+    # p by 2 and the larger by 1: 0.0386 stays below 0.05, and nothing is added.
+    every = compare_samples(base, np.full(12, 1000.0), paired=True)
+    kept = _corrected({"fast": alone, "every": every}, "holm")["fast"]
+    assert kept.p_value == pytest.approx(alone.p_value, rel=1e-9)
+    assert kept.verdict == "faster" and kept.warnings == alone.warnings
 
 
 # -- time budget ------------------------------------------------------------------------------

@@ -249,12 +249,23 @@ def judge(
 
 def _corrected(results: dict[str, SampleComparison],
                correction: str) -> dict[str, SampleComparison]:
-    """``results`` with their p-values corrected for the number of candidates."""
-    if correction != "none" and len(results) > 1:
-        adjusted = adjust_pvalues([r.p_value for r in results.values()], method=correction)
-        results = {name: r.with_p_value(float(p))
-                   for (name, r), p in zip(results.items(), adjusted)}
-    return results
+    """``results`` with their p-values corrected for the number of candidates. A candidate
+    whose verdict the correction took back (a difference on its own p, none on the corrected
+    one) says so: its interval is its own and still lies clear of 1."""
+    if correction == "none" or len(results) < 2:
+        return results
+    adjusted = adjust_pvalues([r.p_value for r in results.values()], method=correction)
+    out = {}
+    for (name, r), p in zip(results.items(), adjusted):
+        corrected = r.with_p_value(float(p))
+        if r.verdict in ("faster", "slower") and corrected.verdict != r.verdict:
+            corrected = replace(corrected, warnings=(*corrected.warnings, (
+                f"{r.verdict} on its own (p {r.p_value:.3g}), but not once p is corrected "
+                f"for {len(results)} candidates ({correction}: {corrected.p_value:.3g} >= "
+                f"alpha {r.alpha:g}); the speedup's interval is this candidate's alone, not "
+                "corrected, so it can lie clear of 1")))
+        out[name] = corrected
+    return out
 
 
 def _target(name: str, variant: Any, clock: str, setup: str,

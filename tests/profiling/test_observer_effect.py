@@ -65,3 +65,13 @@ def test_no_interval_without_one_pair_per_step_or_with_too_few(
     assert prof.observer_effect_ci is None
     line = [x for x in prof.lines() if "observer effect" in x]
     assert all("CI" not in x for x in line)
+
+
+def test_the_headline_gives_the_mean_step_the_tables_divide() -> None:
+    # Steps of 10, 10, 10 and 30 ms: the median is 10 ms, the mean 15 ms. Every share and
+    # saving below the headline is of the mean, so the headline must give it too.
+    base = synthetic_profile(np.random.default_rng(0), steps=4)
+    prof = replace(base, step_times=np.array([0.010, 0.010, 0.010, 0.030]))
+    assert prof.step_time_s == pytest.approx(0.015)
+    line = next(x for x in prof.lines() if "step time" in x)
+    assert "10.00 ms median, 15.00 ms mean" in line

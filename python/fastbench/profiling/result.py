@@ -660,9 +660,13 @@ class Profile(TextLines):
         med = float(np.median(self.step_times))
         collector = self.meta.get("collector", "dispatch")
         what = "observed call" if collector == "native" else "op"
-        out.append(f"  step time {format_ns(med * 1e9)} median, net of the profiler's cost "
-                   f"({collector} collector, {format_ns(self.overhead.per_op_s * 1e9, 3)} per "
-                   f"{what} subtracted)")
+        # The tables' times per step and shares are totals over the steps, so the savings
+        # and projections below divide the mean step: a step slowed now and then pulls it
+        # above the median, and both are said.
+        out.append(f"  step time {format_ns(med * 1e9)} median, {format_ns(self.step_time_s * 1e9)}"
+                   f" mean (the tables' shares and savings are of the mean), net of the "
+                   f"profiler's cost ({collector} collector, "
+                   f"{format_ns(self.overhead.per_op_s * 1e9, 3)} per {what} subtracted)")
         if self.observer_effect is not None and self.unprofiled_step_times is not None:
             out.append(f"  observer effect: {format_ns(np.median(self.profiled_step_times) * 1e9)}"
                        f" profiled against {format_ns(np.median(self.unprofiled_step_times) * 1e9)}"
