@@ -2,7 +2,9 @@
 wait natively (fastbench._core.spin releases the GIL) for 3 ms and 1 ms, so the slow one
 holds 3/4 of their time on an idle machine. On a loaded one each part also waits to be
 rescheduled after its spin, which is real wall time, so the truth a trial is judged against
-is each part's wall time clocked inside it, independently of the sampler.
+is each part's wall time clocked inside it, independently of the sampler. A third helper
+spins 3 ms holding the GIL (a spin made by fastbench._core.make_spin), which keeps the
+sampler out: counted by samples alone it would read about half of its true share.
 """
 
 from __future__ import annotations
@@ -22,10 +24,10 @@ from fastbench import _core
 from fastbench.profiling import sampler as sampler_module
 from fastbench.profiling.sampler import (MIN_INTERVAL_S, SampleProfile, Sampler, sample,
                                          sample_script)
-from fastbench.stats.proportion import wilson_interval
+from fastbench.stats.proportion import weighted_wilson_interval, wilson_interval
 
 SLOW_NS, FAST_NS = 3e6, 1e6
-_clocked = {"slow": 0.0, "fast": 0.0}
+_clocked = {"slow": 0.0, "fast": 0.0, "held": 0.0}
 
 
 def slow_part() -> None:
@@ -40,8 +42,22 @@ def fast_part() -> None:
     _clocked["fast"] += time.perf_counter() - t0
 
 
+_HELD_SPIN = _core.make_spin(SLOW_NS)  # holds the GIL while it spins
+
+
+def held_part() -> None:
+    t0 = time.perf_counter()
+    _HELD_SPIN()
+    _clocked["held"] += time.perf_counter() - t0
+
+
 def work() -> None:
     slow_part()
+    fast_part()
+
+
+def work_holding_the_gil() -> None:
+    held_part()
     fast_part()
 
 
@@ -122,12 +138,55 @@ def test_self_lines_point_at_the_spins(profile: SampleProfile) -> None:
     assert low <= top.share <= high
 
 
-def test_shares_are_counts_over_the_thread_samples(profile: SampleProfile) -> None:
+def test_shares_are_the_time_the_samples_count(profile: SampleProfile) -> None:
+    # Each tick counts the time from the tick before it: the weights tile the run up to the
+    # last tick, and a row's share is its ticks' time over all of it.
+    weights = profile.sample_weights_s
+    ticks = profile.tick_times_s
+    assert weights[0] == ticks[0] and sum(weights) == pytest.approx(ticks[-1], rel=1e-12)
+    assert all(w > 0 for w in weights)
     row = profile.top(1, kind="self")[0]
-    assert row.share == row.samples / profile.samples
-    assert row.share_ci == wilson_interval(row.samples, profile.samples)
+    main = profile.profiled_thread
+    leaf = {i for i, st in enumerate(profile.stacks) if st and st[-1][0] ==
+            next(j for j, f in enumerate(profile.functions) if f.name == row.function)}
+    mine = [weights[k] for k, t, st in profile.records if t == main and st in leaf]
+    every = [weights[k] for k, t, _ in profile.records if t == main]
+    assert row.samples == len(mine)
+    assert row.share == pytest.approx(sum(mine) / sum(every), rel=1e-12)
+    assert row.share_ci == pytest.approx(weighted_wilson_interval(
+        sum(mine), sum(w * w for w in mine), sum(every), sum(w * w for w in every)), rel=1e-12)
     # Self shares of every function sum to one: each sample has one innermost frame.
-    assert sum(r.samples for r in profile.top(1000, kind="self")) == profile.samples
+    rows = profile.top(1000, kind="self")
+    assert sum(r.samples for r in rows) == profile.samples
+    assert sum(r.share for r in rows) == pytest.approx(1.0, rel=1e-12)
+
+
+def _held_trial(duration_s: float) -> tuple[float, float, float]:
+    """One profile of ``work_holding_the_gil``: the held part's fraction of the two parts'
+    sampled time, the same by samples alone, and the clocked truth."""
+    _clocked.update(held=0.0, fast=0.0)
+    profile = sample(work_holding_the_gil, duration_s=duration_s, threads=False)
+    rows = {r.function.rpartition(":")[2]: r for r in profile.top(50)}
+    held, fast = rows["held_part"], rows["fast_part"]
+    by_time = held.share / (held.share + fast.share)
+    by_count = held.samples / (held.samples + fast.samples)
+    return by_time, by_count, _clocked["held"] / (_clocked["held"] + _clocked["fast"])
+
+
+def test_native_code_holding_the_gil_gets_its_time() -> None:
+    # 3 ms holding the GIL, then 1 ms releasing it: the sampler cannot look during the
+    # first, and its one late tick per cycle must count the whole of it. Each trial's 0.4 s
+    # holds about 100 cycles, so the sampled fraction's error from where the deadlines fall
+    # is a few points; 0.05 is well beyond it. Counting samples alike sees about one sample
+    # in the held part against one in the fast part per cycle: near 0.5 for a truth near
+    # 0.75, which this test would catch.
+    trials = [_held_trial(0.4) for _ in range(4)]
+    by_time = sum(t for t, _, _ in trials) / len(trials)
+    by_count = sum(c for _, c, _ in trials) / len(trials)
+    truth = sum(x for _, _, x in trials) / len(trials)
+    assert truth > 0.6  # the held part dominates, even on a loaded machine
+    assert by_time == pytest.approx(truth, abs=0.05), (by_time, by_count, truth)
+    assert by_count < truth - 0.1, (by_time, by_count, truth)
 
 
 def test_the_profilers_own_frames_are_hidden(profile: SampleProfile) -> None:
@@ -293,16 +352,20 @@ def _parse_folded(text: str) -> dict[str, int]:
 
 
 def test_folded_stacks_parse_and_add_up(profile: SampleProfile) -> None:
+    # Values are the time the stacks' samples count, in whole microseconds.
     main = profile.threads[profile.profiled_thread].name
     mine = _parse_folded(profile.folded_stacks(thread=main))
-    assert sum(mine.values()) == profile.samples
+    sampled_us = sum(profile.sample_weights_s) * 1e6
+    assert abs(sum(mine.values()) - sampled_us) <= len(mine)  # rounding, per line
     slow = f"{__name__}:work;{__name__}:slow_part"
-    assert mine[slow] == profile.top(1, kind="self")[0].samples
+    slow_row = profile.top(1, kind="self")[0]
+    assert abs(mine[slow] - slow_row.share * sampled_us) <= 1
     everyone = _parse_folded(profile.folded_stacks())
-    assert sum(everyone.values()) == len(profile.records)
+    recorded_us = sum(profile.sample_weights_s[k] for k, _, _ in profile.records) * 1e6
+    assert abs(sum(everyone.values()) - recorded_us) <= len(everyone)
     assert everyone[f"{main};{slow}"] == mine[slow]  # each thread rooted at its name
     with_lines = _parse_folded(profile.folded_stacks(thread=main, lines=True))
-    assert sum(with_lines.values()) == profile.samples
+    assert abs(sum(with_lines.values()) - sampled_us) <= len(with_lines)
     assert any(k.endswith(f"slow_part:{_line_of(slow_part, 'spin(SLOW_NS)')}")
                for k in with_lines)
 

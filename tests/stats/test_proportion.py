@@ -1,16 +1,18 @@
 """Tests for fastbench.stats.proportion: the Wilson score interval against a value worked by
 hand, against scipy's implementation over a grid, at the edges (0 and n successes, whose
-bounds have closed forms), and its argument checks.
+bounds have closed forms), and its argument checks; its weighted form against the plain one
+at equal weights, a case worked by hand, and its coverage on simulated weighted trials.
 """
 
 from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 from scipy import stats as sps
 
-from fastbench.stats.proportion import wilson_interval
+from fastbench.stats.proportion import weighted_wilson_interval, wilson_interval
 
 Z95 = 1.959963984540054  # the 97.5% normal quantile
 
@@ -65,3 +67,56 @@ def test_bad_arguments_name_themselves(args: tuple[object, ...], error: type[Exc
                                        words: str) -> None:
     with pytest.raises(error, match=words.replace("(", r"\(").replace(")", r"\)")):
         wilson_interval(*args)  # type: ignore[arg-type]
+
+
+# -- weighted trials -------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("k", "n", "w"), [(30, 100, 1.0), (0, 12, 2.5), (12, 12, 0.001),
+                                           (1, 7, 3.0)])
+def test_equal_weights_give_the_plain_interval(k: int, n: int, w: float) -> None:
+    got = weighted_wilson_interval(k * w, k * w * w, n * w, n * w * w)
+    assert got == pytest.approx(wilson_interval(k, n), abs=1e-12)
+
+
+def test_unequal_weights_match_the_hand_worked_interval() -> None:
+    # Successes weigh 3 and 3, failures 1, 1, 1, 1: W = 10, p = 0.6, S_in = 18, S = 22.
+    # Plug-in: v = (0.16 * 18 + 0.36 * 4) / 100 = 0.0432, n = 0.24 / 0.0432 = 5.556;
+    # Kish: n = 100 / 22 = 4.5455, the smaller. Wilson at p = 0.6, n = 4.5455:
+    # z²/n = 0.845121, center = (0.6 + 0.422561) / 1.845121 = 0.554198,
+    # half = 1.959964 / 1.845121 * sqrt(0.24 / 4.5455 + 0.845121 / 18.1818)
+    #      = 1.062241 * 0.315089 = 0.334701 -> [0.219497, 0.888899].
+    low, high = weighted_wilson_interval(6.0, 18.0, 10.0, 22.0)
+    assert low == pytest.approx(0.219497, abs=2e-6)
+    assert high == pytest.approx(0.888899, abs=2e-6)
+    # Six trials of unequal weight tell less than six equal ones (wider than 4 of 6's
+    # interval) and more than the two heavy ones alone (narrower than 1 of 2's).
+    assert high - low > np.subtract(*wilson_interval(4, 6)[::-1])
+    assert high - low < np.subtract(*wilson_interval(1, 2)[::-1])
+
+
+@pytest.mark.parametrize("p", [0.05, 0.3, 0.7])
+def test_weighted_interval_covers_the_weighted_share(p: float) -> None:
+    # 200 trials, one in ten weighing 10 times the others (which weigh 0.5-1.5), each a
+    # success with probability p independently of its weight: the weighted share's
+    # expectation is p. At 95% nominal, 400 trials cover 380 on average (binomial SD 4.4);
+    # fewer than 364 is over 3.5 SD below.
+    rng = np.random.default_rng(7)
+    covered = 0
+    for _ in range(400):
+        w = np.where(rng.random(200) < 0.1, 10.0, rng.uniform(0.5, 1.5, 200))
+        x = rng.random(200) < p
+        low, high = weighted_wilson_interval(w[x].sum(), (w[x] ** 2).sum(), w.sum(),
+                                             (w * w).sum())
+        covered += low <= p <= high
+    assert covered >= 364, covered
+
+
+@pytest.mark.parametrize("args, words", [
+    ((-1.0, 1.0, 10.0, 10.0), "weights must be >= 0"),
+    ((1.0, 1.0, 0.0, 1.0), "weights must be >= 0 with positive totals"),
+    ((11.0, 11.0, 10.0, 10.0), "exceed the totals"),
+    ((1.0, math.nan, 10.0, 10.0), "square_in must be a finite number"),
+])
+def test_weighted_bad_arguments_name_themselves(args: tuple[float, ...], words: str) -> None:
+    with pytest.raises(ValueError, match=words):
+        weighted_wilson_interval(*args)

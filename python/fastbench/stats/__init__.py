@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from .corrections import adjust_pvalues
 from .planning import required_samples, samples_for_power
-from .proportion import wilson_interval
+from .proportion import weighted_wilson_interval, wilson_interval
 from .quantiles import quantile_ci, quantile_ci_min_samples
 from .samples import as_samples, median_ci
 from .summary import Outliers, Summary, summarize
@@ -47,6 +47,7 @@ __all__ = [
     "run_level",
     "samples_for_power",
     "signed_rank_ci",
+    "weighted_wilson_interval",
     "wilson_interval",
     "summarize",
 ]
