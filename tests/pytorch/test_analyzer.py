@@ -315,6 +315,53 @@ def test_place_on_a_synthetic_roofline() -> None:
     assert fc.min_time_s == pytest.approx(fc.flops / (fc.attainable_gflops * 1e9))
 
 
+def test_each_module_is_placed_against_the_fastest_level_its_bytes_fit() -> None:
+    # One thread: L1 32 KiB, L2 1 MiB, L3 32 MiB. A module whose inputs, outputs and
+    # parameters fit a level could find them all there (the layer before just wrote them),
+    # so its least time is judged on that level's ceiling, else it would not be a bound.
+    bandwidth = {"L1": 400.0, "L2": 200.0, "L3": 100.0, "DRAM": 10.0}
+    roof = Roofline(compute={"fma float32": 100.0}, memory=bandwidth, threads=1, quick=True,
+                    machine={"caches": ["L1 Data 32768", "L2 Unified 1048576",
+                                        "L3 Unified 33554432"]})
+    net = nn.Sequential(nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 512), nn.ReLU())
+    a = analyze(net, torch.ones(64, 8))
+    placed = {p.path: p for p in a.place_on(roof)}
+    capacity = {"L1": 32768, "L2": 1048576, "L3": 33554432}
+    leaves = {path: p for path, p in placed.items() if path}
+    for path, p in leaves.items():
+        want = next((lv for lv, cap in capacity.items() if p.bytes <= cap), "DRAM")
+        assert p.level == want, (path, p.bytes)
+        assert p.attainable_gflops == pytest.approx(min(100.0, bandwidth[want] * p.intensity))
+        assert p.min_time_s == pytest.approx(p.flops / (p.attainable_gflops * 1e9))
+    # Linear(8, 8) on 64 rows moves 2 KiB + 2 KiB + 288 B: L1. Linear(8, 512) writes
+    # 64 x 512 floats (128 KiB): past L1, within L2.
+    assert placed["0"].level == "L1" and placed["2"].level == "L2"
+    # The Sequential's bytes count each intermediate twice (written, then read): it is the
+    # sum of its parts, each on its own level, ReLUs included, and its verdict is that of
+    # the parts holding most of that time (Linear(8, 512): 5.2 µs of compute against 0.7
+    # of L2 traffic).
+    root = placed[""]
+    parts = memory_bound = 0.0
+    for row in a.modules:
+        if row.path:
+            c = row.total
+            lv = next((lv for lv, cap in capacity.items() if c.bytes <= cap), "DRAM")
+            compute, memory = c.flops / 100e9, c.bytes / (bandwidth[lv] * 1e9)
+            parts += max(compute, memory)
+            memory_bound += memory if memory > compute else 0.0
+    assert root.min_time_s == pytest.approx(parts, rel=1e-12)
+    assert memory_bound < parts / 2
+    assert root.level == "L1+L2" and root.bound == "compute-bound"
+    assert placed["3"].bound == "memory-bound"  # the last ReLU alone
+    assert root.attainable_gflops == pytest.approx(root.flops / root.min_time_s / 1e9)
+    # A level given places every part there.
+    dram = a.place_on(roof, level="DRAM")
+    assert {p.level for p in dram} == {"DRAM"}
+    assert all(p.min_time_s >= placed[p.path].min_time_s for p in dram)
+    with pytest.raises(ValueError, match="level must be one of"):
+        a.place_on(roof, level="L4")
+
+
 def test_bad_arguments() -> None:
     with pytest.raises(TypeError, match="nn.Module"):
         analyze(lambda x: x, torch.ones(1))

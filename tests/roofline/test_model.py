@@ -161,7 +161,7 @@ def test_model_placement_lines_warn_when_the_threads_differ(synthetic: Roofline)
     from fastbench.report.placement import analysis_placement_lines
 
     class Analysis:  # a model analysis with one module, placed as ModelAnalysis.place_on does
-        def place_on(self, roof: Roofline, *, level: str, max_depth: int | None
+        def place_on(self, roof: Roofline, *, level: str | None, max_depth: int | None
                      ) -> list[ModulePlacement]:
             return [ModulePlacement("", "Linear", 100, 10, 10.0, 50.0, "compute-bound", 2e-9)]
 
@@ -378,3 +378,21 @@ def test_point_above_a_ceiling_that_read_far_below_the_table_blames_the_ceiling_
     assert base.ceiling_table_share("fma float32") is None
     assert base.ceiling_table_share("gemm float32") is None
 
+
+
+def test_least_time_takes_the_fastest_level_the_bytes_fit(synthetic: Roofline) -> None:
+    from dataclasses import replace
+
+    # No cache sizes recorded: DRAM, 25 GB/s. 2 GFLOP over 1 GB: memory 40 ms, compute 10 ms.
+    assert synthetic.least_time(2e9, 1e9) == (pytest.approx(0.04), "DRAM", True)
+    # Two threads, L1 32 KiB and L2 1 MiB per core, L3 32 MiB: 40,000 bytes fit L1 (64 KiB
+    # for two cores, 400 GB/s): memory 0.1 µs, 1e5 FLOPs at 200 GFLOP/s 0.5 µs.
+    cached = replace(synthetic, machine={"caches": ["L1 Data 32768", "L2 Unified 1048576",
+                                                    "L3 Unified 33554432"]})
+    assert cached.least_time(1e5, 40_000) == (pytest.approx(5e-7), "L1", False)
+    # 3 MiB: past both L2s (2 MiB), within L3 (100 GB/s): 31.5 µs of traffic.
+    t, level, memory_binds = cached.least_time(1e5, 3 * 2**20)
+    assert (level, memory_binds) == ("L3", True) and t == pytest.approx(3 * 2**20 / 100e9)
+    # A level given is used; float64's peak is 100 GFLOP/s; no traffic is compute alone.
+    assert cached.least_time(1e5, 40_000, level="DRAM")[1:] == ("DRAM", True)
+    assert cached.least_time(1e6, 0, "float64") == (pytest.approx(1e-5), None, False)

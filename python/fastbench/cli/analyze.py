@@ -88,7 +88,8 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         roof = roofline.calibrate(threads=roofline.workload_threads(), quick=True,
                                   progress=calibration_progress())
         out(["", "Roofline placement (attainable speed from each module's FLOPs and bytes, "
-             f"{roof.threads} threads, DRAM bandwidth)"])
+             f"{roof.threads} threads; each against the fastest memory level its bytes fit, "
+             "so the time is a lower bound)"])
         out(analysis_placement_lines(a, roof, max_depth=1 if args.depth < 0 else args.depth))
     if args.output:
         save(a, args.output)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from .. import _core
-from .._checks import check_int
+from .._checks import check_finite, check_int
 from .._version import __version__
 from ..measurement import Measurement
 from ..report.lines import TextLines, note_lines
@@ -207,6 +207,21 @@ class Roofline(TextLines):
         and ``level``'s bandwidth, "compute-bound" at or above it."""
         ridge = self.peak_gflops(dtype, ceiling) / self._bandwidth(level)
         return BOUNDS[0] if intensity < ridge else BOUNDS[1]
+
+    def least_time(self, flops: float, bytes: float, dtype: str = "float32",  # noqa: A002
+                   level: str | None = None) -> tuple[float, str | None, bool]:
+        """The least time ``flops`` FLOPs moving ``bytes`` bytes can take: the longer of the
+        compute peak's time and the memory ceiling's, the ceiling ``level``'s or by default
+        that of the fastest level ``bytes`` fit (``level_for``: all the data could already
+        be there, so the time stays a lower bound). Returns (seconds, the level, or None
+        without traffic, whether memory binds it)."""
+        compute = check_finite("flops", flops) / (self.peak_gflops(dtype) * 1e9)
+        moved = check_finite("bytes", bytes)
+        if moved <= 0.0:
+            return compute, None, False
+        at = level if level is not None else self.level_for(max(int(math.ceil(moved)), 1))
+        memory = moved / (self._bandwidth(at) * 1e9)
+        return max(compute, memory), at, memory > compute
 
     def _bandwidth(self, level: str) -> float:
         if level not in self.memory:
