@@ -13,6 +13,7 @@ from scipy import stats as sps
 
 from fastbench import Measurement, compare_measurements
 from fastbench.measurement import RUN_SPREAD_WARN
+from fastbench.units import format_ns
 
 
 def _run(level_ns: float, seed: int, n: int = 200, loops: int = 100, **extra: Any) -> Measurement:
@@ -188,3 +189,31 @@ def test_paired_runs_leave_out_a_pair_with_a_slowed_process() -> None:
     assert r.speedup == pytest.approx(math.exp(ratios.mean()), rel=1e-12)
     assert r.verdict == "slower"
     assert any(w.startswith("1 of 6 pairs left out") for w in r.warnings)
+
+
+def _phased(level_ns: float, slow_windows: int, seed: int) -> Measurement:
+    """2000 samples of 1000 calls at ``level_ns`` (100 µs a sample: windows of 100 samples,
+    20 of them), the first ``slow_windows`` windows 4% slower."""
+    rng = np.random.default_rng(seed)
+    x = level_ns * np.exp(rng.normal(0.0, 0.002, 2000))
+    x[: 100 * slow_windows] *= 1.04
+    return _run(level_ns, seed, samples_ns=x, loops=1000)
+
+
+def test_interference_of_several_runs_is_judged_within_each_run() -> None:
+    # Run A at 100 ns has 12 of 20 windows 4% slower; run B at 108 ns (within the 10% that
+    # keeps a process) has 2. Within each run the disturbed phases ran 1.04x slower. Pooled,
+    # A's 1200 disturbed samples (104 ns) sit below B's 1800 quiet ones (108 ns), which hold
+    # the pooled quiet median: 104 / 108 = 0.96, "0.96x slower".
+    a, b = _phased(100.0, 12, 1), _phased(108.0, 2, 2)
+    m = Measurement.from_runs([a, b])
+    assert m.phases.slowdown(m.samples_ns) == pytest.approx(104 / 108, rel=0.01)
+    assert m.quiet_runs.all()
+    text = [w for w in m.warnings if w.startswith("interference")]
+    assert len(text) == 1 and "1.04x slower than their process's quiet ones" in text[0]
+    # With the disturbed phases, A's median is 104 and B's 108: the figure would be their
+    # geometric mean, 2% above the 103.9 ns of the quiet phases.
+    raw = math.exp(np.mean(np.log([np.median(a.samples_ns), np.median(b.samples_ns)])))
+    assert raw == pytest.approx(math.sqrt(104 * 108), rel=0.005)
+    assert m.median_ns == pytest.approx(math.sqrt(100 * 108), rel=0.005)
+    assert f"the figure would be {format_ns(raw)}" in text[0]
