@@ -10,7 +10,7 @@ The analyzer that fills it in is :mod:`fastbench.pytorch.analyzer`; the cost rec
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, Mapping, Sequence
 
 from ..report.lines import TextLines, note_lines
@@ -272,8 +272,8 @@ BOUNDS_ANALYSIS = ("memory-bound", "compute-bound")
 def _residual(whole: Count, parts: Sequence[Count]) -> Count:
     """What a module computes and moves itself: its inclusive count less its children's
     (never below zero)."""
-    return Count(*(max(getattr(whole, f) - sum(getattr(p, f) for p in parts), 0)
-                   for f in ("macs", "elementwise_flops", "bytes_read", "bytes_written")))
+    return Count(**{f.name: max(getattr(whole, f.name) - sum(getattr(p, f.name) for p in parts), 0)
+                    for f in fields(Count)})
 
 
 @dataclass(frozen=True)

@@ -151,9 +151,10 @@ class SampleProfile(TextLines):
     the GIL is seen where it waits, at the Python line that called in. Native code that
     holds the GIL (``sorted`` of a long list, an extension that never releases it) keeps the
     sampler out until it returns; the tick that follows then ends a long stretch and counts
-    all of it at the line the thread was on when it let the GIL go, the one that called in.
-    Counting every sample alike would leave that time out: ``sorted`` taking 6% of a run
-    read 0.6% so.
+    all of it at the line the thread was on when it let the GIL go: most often the one that
+    called in, though the freeing of what a function returns lands in its caller. Counting
+    every sample alike would leave that time out: ``sorted`` taking 6% of a run read 0.6%
+    so.
     """
 
     target: str
