@@ -531,17 +531,31 @@ def test_native_overhead_subtraction_recovers_a_step_of_tiny_ops() -> None:
     35-48% to the step: the cost per op is calibrated before the profile, on other ops, and
     there it moved by a fifth from one calibration to the next. What holds on both is that
     the net step misses the unprofiled one by less than three quarters of the observer's
-    cost: the subtraction neither leaves that cost in nor takes it out twice."""
+    cost: the subtraction neither leaves that cost in nor takes it out twice.
+
+    The subtraction can be no truer than the calibration it uses, so the bound also allows
+    for how far a second calibration, taken right after the profile, moves: a calibration
+    that a busy host doubled once took the cost out twice (net 29.2% below the unprofiled
+    step, the observer 29.3%)."""
     _need_native()
-    calibrate_overhead(refresh=True, collector="native")
+    before = calibrate_overhead(refresh=True, collector="native")
     with torch.no_grad():
         p = profile(TinyOps(), torch.zeros(8), steps=20, roofline=False, collector="native")
+    after = calibrate_overhead(refresh=True, collector="native")
     assert p.meta["collector"] == "native"
     assert np.median(p.profiled_step_times) > 1.1 * np.median(p.step_times)
     unprofiled = _least(p.unprofiled_step_times)
     observer = _least(p.profiled_step_times) / unprofiled - 1.0   # about 0.3
     assert observer > 0.1
-    assert abs(_least(p.step_times) / unprofiled - 1.0) < 0.75 * observer
+    # The cost charged per step is mostly a range per op and the calls inside ops: their
+    # sum may read differently in the second calibration (here 159-545 ns a range, 0-365 ns
+    # an inner call, from one calibration to the next), and the subtraction by as much.
+    def per_op(o: Any) -> float:
+        return float(o.per_op_s + o.per_inner_call_s)
+
+    moved = abs(per_op(after) / per_op(before) - 1.0)
+    subtracted = (_least(p.profiled_step_times) - _least(p.step_times)) / unprofiled
+    assert abs(_least(p.step_times) / unprofiled - 1.0) < 0.75 * observer + moved * subtracted
     ops = {c.op for c in p.cells if c.op != NOT_IN_OP}
     assert ops == {"aten::mul", "aten::add", "aten::relu"}
     assert all(c.calls == 100 * p.steps for c in p.cells if c.op in ops)
