@@ -541,12 +541,12 @@ def _phase_effect(m: Measurement) -> tuple[float, float]:
     edges = np.cumsum((0, *m.run_lengths))
     quiet = m.phases.quiet
     logs, weights, raw = [], [], []
-    for a, b in zip(edges[:-1], edges[1:]):
+    for a, b, quiet_median in zip(edges[:-1], edges[1:], m.run_medians_ns):
         x, q = m.samples_ns[a:b], quiet[a:b]
         raw.append(float(np.median(x)))
         disturbed = int(x.size - np.count_nonzero(q))
         if disturbed and disturbed < x.size:
-            logs.append(math.log(float(np.median(x[~q])) / float(np.median(x[q]))))
+            logs.append(math.log(float(np.median(x[~q])) / float(quiet_median)))
             weights.append(disturbed)
     slowdown = math.exp(float(np.average(logs, weights=weights))) if logs else 1.0
     return slowdown, run_level(np.asarray(raw)[m.quiet_runs]).center

@@ -19,7 +19,7 @@ from ..units import format_count
 from .costs import CONVENTION, Count, Totals
 
 __all__ = ["Coverage", "MemoryEstimate", "ModelAnalysis", "ModulePlacement", "ModuleRow",
-           "Parameters", "UncountedOp"]
+           "Parameters", "UncountedOp", "least_time_bound", "least_time_of"]
 
 Shape = tuple[int, ...]
 OPTIMIZERS = ("sgd", "momentum", "adam")
@@ -269,6 +269,25 @@ class MemoryEstimate:
 BOUNDS_ANALYSIS = ("memory-bound", "compute-bound")
 
 
+def least_time_of(roofline: Any, counts: Sequence[Count], dtype: str = "float32",
+                  level: str | None = None) -> tuple[float, float, set[str]]:
+    """The least time of passes run one after the other (``Roofline.least_time`` of each,
+    summed), the part of it that memory binds, and the levels judged against."""
+    total = memory = 0.0
+    used: set[str] = set()
+    for count in counts:
+        t, at, memory_binds = roofline.least_time(count.flops, count.bytes, dtype, level)
+        total += t
+        memory += t if memory_binds else 0.0
+        used |= set() if at is None else {at}
+    return total, memory, used
+
+
+def least_time_bound(time: float, memory_bound: float) -> str:
+    """The verdict of the parts holding most of a least time (``least_time_of``)."""
+    return BOUNDS_ANALYSIS[0] if memory_bound > time / 2 else BOUNDS_ANALYSIS[1]
+
+
 def _residual(whole: Count, parts: Sequence[Count]) -> Count:
     """What a module computes and moves itself: its inclusive count less its children's
     (never below zero)."""
@@ -370,9 +389,7 @@ class ModelAnalysis(Totals, TextLines):
         levels = list(roofline.memory)
 
         def least(count: Count) -> tuple[float, float, set[str]]:
-            """(least time, the part of it memory binds, levels) of one pass's own counts."""
-            t, at, memory_binds = roofline.least_time(count.flops, count.bytes, dtype, level)
-            return t, (t if memory_binds else 0.0), (set() if at is None else {at})
+            return least_time_of(roofline, (count,), dtype, level)
 
         rows = {r.path: r for r in self.modules}
         children: dict[str, list[str]] = {path: [] for path in rows}
@@ -403,8 +420,7 @@ class ModelAnalysis(Totals, TextLines):
             if c.flops == 0 or c.bytes == 0:
                 continue
             time, memory_bound, used = place(row.path)
-            # The verdict of the parts holding most of the least time.
-            bound = BOUNDS_ANALYSIS[0] if memory_bound > time / 2 else BOUNDS_ANALYSIS[1]
+            bound = least_time_bound(time, memory_bound)
             at = "+".join(lv for lv in levels if lv in used) or (level or "DRAM")
             out.append(ModulePlacement(row.path, row.type, c.flops, c.bytes, c.intensity,
                                        c.flops / time / 1e9, bound, time, at))

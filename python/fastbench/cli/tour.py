@@ -15,6 +15,7 @@ import numpy as np
 from .. import _core, memory, roofline
 from ..analysis import analyze, format_count, specs
 from ..analysis.layers import LayerAnalysis, analyze_layers
+from ..analysis.model_analysis import least_time_bound, least_time_of
 from ..comparison import compare
 from ..report.text import comparison_lines, measurement_lines
 from ..roofline import kernels
@@ -30,15 +31,9 @@ __all__ = ["cmd_tour"]
 def _least_step(roof: roofline.Roofline, la: LayerAnalysis) -> tuple[float, str]:
     """A layer analysis's least time on ``roof``: each layer's forward and backward at the
     fastest level its bytes fit, summed (the step's bytes count every intermediate twice, so
-    judged whole they would place it on a slower level than any layer); and the verdict of
-    the passes holding most of it."""
-    total = memory = 0.0
-    for row in la.rows:
-        for count in (row.forward, row.backward):
-            t, _, memory_binds = roof.least_time(count.flops, count.bytes, "float32")
-            total += t
-            memory += t if memory_binds else 0.0
-    return total, ("memory-bound" if memory > total / 2 else "compute-bound")
+    judged whole they would place it on a slower level than any layer); and its verdict."""
+    time, memory, _ = least_time_of(roof, [c for r in la.rows for c in (r.forward, r.backward)])
+    return time, least_time_bound(time, memory)
 
 
 def _tour_analysis(roof: roofline.Roofline, batch: int = 8) -> list[str]:
