@@ -113,6 +113,18 @@ def ratio_interval(ratios: list[float], confidence: float = 0.95) -> tuple[float
     return median_ci(ratios, confidence)
 
 
+def numpy_openblas() -> str | None:
+    """The path of the OpenBLAS library bundled with numpy's wheel, or None (another BLAS)."""
+    import glob
+    import os
+
+    import numpy as np
+
+    libs = os.path.join(os.path.dirname(np.__file__), os.pardir, "numpy.libs")
+    found = sorted(glob.glob(os.path.join(libs, "*openblas*.so*")))
+    return os.path.normpath(found[0]) if found else None
+
+
 def gemm_shape(text: str) -> tuple[int, int, int]:
     """An argparse type: "MxNxK" as (m, n, k), every dimension positive."""
     try:

@@ -22,8 +22,18 @@ Each program measures one core's peak for the dtype (FMA chains; tile products o
 its products in alternating blocks and prints their ratios; the variants run as separate
 processes, in an order that alternates round by round. One thread.
 
+"x OpenBLAS" (float32 and float64, where numpy bundles OpenBLAS): each block of each process
+also times OpenBLAS's sgemm/dgemm on one thread, loaded into the same program, on the same
+operands and C, right after the variant's products; the column is the median over blocks of
+the variant's fastest product over OpenBLAS's (> 1: faster). Beside "full" it is the paired
+comparison of gemm_vs_blas.py without Python, pauses or medians of two calls; beside the
+other variants, how close to OpenBLAS the product would come without the part skipped.
+--ldc-pad P gives C rows of N + P elements, so that a power-of-two N no longer puts every row
+of C's tiles on one cache set (both libraries write the padded C).
+
 Needs a C++17 compiler (c++ on PATH, or CXX). Run on a quiet machine:
   python benchmarks/gemm_ablation.py [--dtypes float32 float64 bfloat16] [--shapes 1024x1024x1024]
+  python benchmarks/gemm_ablation.py --dtypes float64 --shapes 2048x2048x2048 --ldc-pad 8
 """
 
 from __future__ import annotations
@@ -36,7 +46,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from _anchors import gemm_shape, positive_int, script_args
+from _anchors import gemm_shape, numpy_openblas, positive_int, script_args
 
 ROOT = Path(__file__).resolve().parent.parent
 CORE = ROOT / "src" / "cpp"
@@ -60,7 +70,8 @@ def build(tmp: Path, masks: list[int] | None = None, opt: str = "-O3") -> dict[i
     for mask in masks if masks is not None else [mask for _, mask in VARIANTS]:
         exe = tmp / f"ablate{mask}"
         cmd = [cxx, opt, "-std=c++17", f"-DFASTBENCH_GEMM_ABLATE={mask}", f"-I{CORE}",
-               str(HARNESS), *(str(CORE / s) for s in SOURCES), "-lpthread", "-o", str(exe)]
+               str(HARNESS), *(str(CORE / s) for s in SOURCES), "-lpthread", "-ldl", "-o",
+               str(exe)]
         done = subprocess.run(cmd, capture_output=True, text=True, check=False)
         if done.returncode != 0:
             raise SystemExit(f"compiling with mask {mask} failed:\n{done.stderr[-4000:]}")
@@ -68,16 +79,20 @@ def build(tmp: Path, masks: list[int] | None = None, opt: str = "-O3") -> dict[i
     return programs
 
 
-def run_once(exe: Path, dtype: str, shape: tuple[int, int, int], reps: int,
-             blocks: int) -> list[float]:
-    """The per-block ratios (product over peak) one process printed."""
+def run_once(exe: Path, dtype: str, shape: tuple[int, int, int], reps: int, blocks: int,
+             ldc_pad: int = 0, blas: str | None = None) -> tuple[list[float], list[float]]:
+    """The per-block ratios one process printed: product over peak, and product over the
+    BLAS library's (empty without `blas`)."""
     m, n, k = shape
-    cmd = [str(exe), "time", dtype, str(m), str(n), str(k), str(reps), str(blocks)]
+    cmd = [str(exe), "time", dtype, str(m), str(n), str(k), str(reps), str(blocks),
+           str(ldc_pad), *([blas] if blas else [])]
     done = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=600)
     if done.returncode != 0:
         raise SystemExit(f"{exe.name} {dtype} {m}x{n}x{k} failed:\n{done.stderr[-4000:]}")
     words = done.stdout.split()
-    return [float(w) for w in words[1:words.index("gflops")]]
+    peak = [float(w) for w in words[1:words.index("gflops")]]
+    vs_blas = [float(w) for w in words[words.index("blas") + 1:]] if "blas" in words else []
+    return peak, vs_blas
 
 
 def options(parser: argparse.ArgumentParser) -> None:
@@ -88,36 +103,52 @@ def options(parser: argparse.ArgumentParser) -> None:
                         help="processes per variant, shape and dtype (default 3)")
     parser.add_argument("--blocks", type=positive_int, default=5,
                         help="peak/product blocks per process (default 5)")
+    parser.add_argument("--ldc-pad", type=int, default=0, metavar="P",
+                        help="elements added to each row of C (default 0)")
+    parser.add_argument("--no-blas", action="store_true",
+                        help="leave out the OpenBLAS column")
 
 
 def main() -> None:
     args = script_args(__doc__, options)
+    if args.ldc_pad < 0:
+        raise SystemExit(f"--ldc-pad must be 0 or more, got {args.ldc_pad}")
+    blas = None if args.no_blas else numpy_openblas()
     with tempfile.TemporaryDirectory(prefix="fastbench-ablation-") as tmp:
         print("compiling", len(VARIANTS), "variants of src/cpp/gemm.cpp ...", flush=True)
         programs = build(Path(tmp))
         print("% of the peak measured beside it, one thread; median of the blocks of all "
               "rounds [lowest and highest process median]")
+        if blas is None and not args.no_blas:
+            print("numpy bundles no OpenBLAS here: no OpenBLAS column")
+        pad = f", C rows padded by {args.ldc_pad}" if args.ldc_pad else ""
         for dtype in args.dtypes:
             for shape in args.shapes:
                 flop = 2.0 * shape[0] * shape[1] * shape[2]
                 reps = max(2, min(20, int(2e11 / flop)))
                 ratios: dict[str, list[float]] = {name: [] for name, _ in VARIANTS}
                 medians: dict[str, list[float]] = {name: [] for name, _ in VARIANTS}
+                vs_blas: dict[str, list[float]] = {name: [] for name, _ in VARIANTS}
+                anchor = blas if dtype != "bfloat16" else None
                 for r in range(args.rounds):
                     order = VARIANTS if r % 2 == 0 else VARIANTS[::-1]
                     for name, mask in order:
-                        got = run_once(programs[mask], dtype, shape, reps, args.blocks)
+                        got, against = run_once(programs[mask], dtype, shape, reps, args.blocks,
+                                                args.ldc_pad, anchor)
                         ratios[name] += got
                         medians[name].append(statistics.median(got))
+                        vs_blas[name] += against
                 full = statistics.median(ratios["full"])
-                print(f"\n{dtype} {shape[0]}x{shape[1]}x{shape[2]}")
-                print(f"  {'variant':<15}{'% peak':>8}{'range':>16}{'vs full':>10}")
+                print(f"\n{dtype} {shape[0]}x{shape[1]}x{shape[2]}{pad}")
+                column = f"{'x OpenBLAS':>12}" if anchor else ""
+                print(f"  {'variant':<15}{'% peak':>8}{'range':>16}{'vs full':>10}{column}")
                 for name, _ in VARIANTS:
                     med = statistics.median(ratios[name])
                     lo, hi = min(medians[name]), max(medians[name])
                     gain = "" if name == "full" else f"{100 * (med - full):+.1f} pt"
+                    versus = f"{statistics.median(vs_blas[name]):>12.3f}" if anchor else ""
                     print(f"  {name:<15}{100 * med:>7.1f}%  [{100 * lo:5.1f}, {100 * hi:5.1f}]"
-                          f"{gain:>10}")
+                          f"{gain:>10}{versus}")
 
 
 if __name__ == "__main__":

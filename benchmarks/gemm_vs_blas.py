@@ -35,14 +35,13 @@ from __future__ import annotations
 
 import argparse
 import ctypes
-import glob
 import os
 import statistics
 import subprocess
 import sys
 
-from _anchors import (alternating_blocks, gemm_shape, paired_block_ratio, paired_block_ratios,
-                      positive_int, ratio_interval, script_args)
+from _anchors import (alternating_blocks, gemm_shape, numpy_openblas, paired_block_ratio,
+                      paired_block_ratios, positive_int, ratio_interval, script_args)
 
 BLOCKS = 9
 SHAPES = [(256, 256, 256), (512, 512, 512), (1024, 1024, 1024), (2048, 2048, 2048),
@@ -53,10 +52,8 @@ ISAS = ("portable", "avx2", "avx512", "amx")
 
 def blas_core() -> str:
     """The kernel family numpy's OpenBLAS runs ("Haswell", "SkylakeX", ...), or why not known."""
-    import numpy as np
-
-    libs = os.path.join(os.path.dirname(np.__file__), os.pardir, "numpy.libs")
-    for path in sorted(glob.glob(os.path.join(libs, "*openblas*.so*"))):
+    path = numpy_openblas()
+    if path is not None:
         lib = ctypes.CDLL(path)
         for name in ("scipy_openblas_get_corename64_", "scipy_openblas_get_corename",
                      "openblas_get_corename64_", "openblas_get_corename"):

@@ -51,3 +51,30 @@ def test_each_ablation_build_skips_exactly_its_parts(tmp_path: Path,
                     failures.append(f"mask {mask} {isa}: {done.stdout.strip()}"
                                     f"{done.stderr.strip()}")
     assert not failures, "\n".join(failures)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (shutil.which("c++") or shutil.which("g++")), reason="no C++ compiler")
+def test_openblas_anchor_computes_the_same_product(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The OpenBLAS that numpy bundles, loaded into the program, gives the triple loop's
+    product exactly (so its call is right), C rows padded or not; `time` then prints one
+    ratio against it per block, and a library without CBLAS is refused."""
+    ablation = _ablation_module(monkeypatch)
+    blas = ablation.numpy_openblas()
+    if blas is None:
+        pytest.skip("numpy bundles no OpenBLAS here")
+    exe = ablation.build(tmp_path, masks=[0], opt="-O1")[0]
+    for dtype in ("float32", "float64"):
+        done = subprocess.run([str(exe), "check", dtype, _core.best_isa(), blas],
+                              capture_output=True, text=True, check=False, timeout=120)
+        assert done.stdout.strip() == "check ok", done.stdout + done.stderr
+        for pad in (0, 8):
+            peak, against = ablation.run_once(exe, dtype, (96, 80, 64), 2, 3, pad, blas)
+            assert len(peak) == 3 and len(against) == 3
+            assert all(r > 0 for r in peak + against)
+    libc = tmp_path / "not_blas.so"
+    libc.write_bytes(b"")  # not a shared library: dlopen fails, so no gemm is found
+    done = subprocess.run([str(exe), "check", "float64", _core.best_isa(), str(libc)],
+                          capture_output=True, text=True, check=False, timeout=120)
+    assert done.returncode == 1 and "no CBLAS gemm" in done.stdout
