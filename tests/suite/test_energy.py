@@ -185,6 +185,9 @@ def test_measured_energy_per_call_is_net_of_idle(machine: FakeMachine) -> None:
     # A block lasts >= 0.05 s at 0.01 s a call; calibration ran 1 call, then one block.
     assert result.calls_per_block * CALL_S >= 0.05
     assert len(calls) == 1 + result.calls_per_block + 5 * result.calls_per_block
+    # The fake clock moves 0.01 s a call: 2 mJ over 10 ms is 0.2 W above idle.
+    assert result.seconds_per_call == pytest.approx(CALL_S, rel=1e-9)
+    assert result.watts == pytest.approx(0.2, rel=1e-9)
     assert result.watts_per_core is None
     assert "estimated" not in result.text()
 
@@ -207,6 +210,9 @@ def test_interleaved_blocks_share_one_baseline(machine: FakeMachine) -> None:
     assert result["big"].joules_per_call == pytest.approx(9_000e-6, rel=1e-9)
     assert result["small"].idle_w == result["big"].idle_w == pytest.approx(10.0, rel=1e-12)
     assert result["small"].blocks == result["big"].blocks == 4
+    assert result["small"].seconds_per_call == pytest.approx(0.01, rel=1e-9)
+    assert result["big"].seconds_per_call == pytest.approx(0.02, rel=1e-9)
+    assert result["big"].watts == pytest.approx(9_000e-6 / 0.02, rel=1e-9)
     # After calibration, rounds alternate which variant goes first.
     k_small, k_big = result["small"].calls_per_block, result["big"].calls_per_block
     rounds = order[len(order) - 4 * (k_small + k_big):]
@@ -486,9 +492,18 @@ def test_energy_text_and_round_trip() -> None:
     estimated = Energy(2.5e-6, None, "estimated", True, "RAPL not readable: x",
                        watts_per_core=5.0, blocks=1, calls_per_block=3)
     assert estimated.text() == "2.50 µJ (estimated: RAPL not readable: x)"
-    for e in (measured, estimated):
+    timed = Energy(0.004, None, "estimated", True, "x", watts_per_core=5.0, blocks=2,
+                   calls_per_block=5, seconds_per_call=0.002)
+    for e in (measured, estimated, timed):
         assert Energy.from_dict(json.loads(json.dumps(e.to_dict()))) == e
         assert e.lines()[0] == f"energy per call: {e.text()}"
+    assert measured.seconds_per_call is None and measured.watts is None
+    assert timed.watts == pytest.approx(2.0)
+    assert "  the blocks ran 2.000 ms a call, back to back: 2 W" in timed.lines()
+    # A record saved before the time per call was kept loads without it.
+    old = timed.to_dict()
+    del old["seconds_per_call"]
+    assert Energy.from_dict(old).seconds_per_call is None
 
 
 def test_energy_is_never_unlabelled() -> None:

@@ -316,3 +316,39 @@ def test_settle_calls_time_a_variant_after_its_own_call(settle: int, low_us: flo
     for name in ("baseline", "b", "c"):
         assert low_us * 1e-6 <= r[name].latency.median_s <= high_us * 1e-6
     assert r.settings["settle_calls"] == settle
+
+
+def test_energy_blocks_time_per_call_and_the_note_when_it_strays() -> None:
+    """A 300 µs spin's energy blocks run at least 300 µs a call (the spin waits on the clock);
+    the report says so only where that time strays more than 10% from the latency median,
+    with the power the blocks drew (hand-worked below)."""
+    import dataclasses
+
+    from fastbench.suite import result as suite_result
+    from fastbench.suite.energy import Energy
+
+    r = run({"base": _Spin(300), "half": _Spin(150)}, X, baseline="base",
+            **_quick(rounds=6, energy=True))
+    for name, us in (("base", 300), ("half", 150)):
+        e = r[name].energy
+        assert e is not None and e.seconds_per_call is not None
+        assert e.seconds_per_call >= us * 1e-6
+    assert suite_result.ENERGY_TIME_TOLERANCE == 0.10
+    base = r["base"]
+    median = base.latency.median_s
+
+    def with_time(seconds: float) -> SuiteResult:
+        energy = Energy(0.003, None, "estimated", True, "no RAPL", watts_per_core=5.0, blocks=2,
+                        calls_per_block=4, seconds_per_call=seconds)
+        variants = {**r.variants, "base": dataclasses.replace(base, energy=energy)}
+        return dataclasses.replace(r, variants=variants)
+
+    def notes(res: SuiteResult) -> list[str]:  # base's only: half's own times are as measured
+        return [line for line in res.lines() if line.startswith("  note: base: the energy")]
+
+    assert notes(with_time(median * 1.05)) == []
+    # 3 mJ a call over 1.5 x the median: 2 / median W.
+    slow = notes(with_time(median * 1.5))
+    assert len(slow) == 1 and "the energy blocks ran its calls back to back" in slow[0]
+    assert f"{0.003 / (median * 1.5):.3g} W" in slow[0]
+    assert notes(with_time(median * 0.5)) != []

@@ -516,7 +516,7 @@ _METRIC = _record({"name": _text, "value": _FINITE},
                   {"ci": _NULL_PAIR, "examples": _nullable(_POSITIVE_INT),
                    "delta": _nullable(_FINITE), "delta_ci": _NULL_PAIR})
 _ENERGY = _record({"joules_per_call": _FINITE, "method": _text, "estimated": _flag},
-                  {"ci": _NULL_PAIR, "reason": _text})
+                  {"ci": _NULL_PAIR, "reason": _text, "seconds_per_call": _nullable(_NONNEGATIVE)})
 _NULL_COUNT = _nullable(_COUNT_INT)
 _VARIANT = _record(
     {"name": _text, "kind": _choice("module", "callable"), "latency": _LATENCY,

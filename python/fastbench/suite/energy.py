@@ -23,7 +23,7 @@ import numpy as np
 
 from .._checks import check_choice, check_finite, check_int, check_seconds
 from ..stats.summary import mean_ci
-from ..units import format_rel
+from ..units import format_ns, format_rel
 
 __all__ = [
     "DEFAULT_WATTS_PER_CORE",
@@ -780,6 +780,10 @@ class Energy:
         Blocks measured.
     calls_per_block : int
         Calls in each block.
+    seconds_per_call : float or None
+        Wall time per call in those blocks (mean over blocks), in seconds: the calls ran back
+        to back, which can differ from a latency measured one call at a time. None for
+        records saved before it was kept.
     """
 
     joules_per_call: float
@@ -791,6 +795,14 @@ class Energy:
     watts_per_core: float | None = None
     blocks: int = 0
     calls_per_block: int = 0
+    seconds_per_call: float | None = None
+
+    @property
+    def watts(self) -> float | None:
+        """Mean power over the blocks (joules per call over seconds per call), or None."""
+        if self.seconds_per_call is None or self.seconds_per_call <= 0:
+            return None
+        return self.joules_per_call / self.seconds_per_call
 
     def __post_init__(self) -> None:
         check_choice("method", self.method, METHODS)
@@ -816,6 +828,9 @@ class Energy:
         if self.ci is not None:
             out.append(f"  95% CI [{format_joules(self.ci[0])}, {format_joules(self.ci[1])}]"
                        f" over {self.blocks} blocks of {self.calls_per_block} calls")
+        if self.seconds_per_call is not None and self.watts is not None:
+            out.append(f"  the blocks ran {format_ns(self.seconds_per_call * 1e9)} a call, back "
+                       f"to back: {self.watts:.3g} W")
         if self.estimated:
             out.append(f"  model: {self.watts_per_core:g} W per busy core x process CPU "
                        "time (dynamic power only; the interval excludes the model's error)")
@@ -830,7 +845,8 @@ class Energy:
                 "ci": None if self.ci is None else [self.ci[0], self.ci[1]],
                 "method": self.method, "estimated": self.estimated, "reason": self.reason,
                 "idle_w": self.idle_w, "watts_per_core": self.watts_per_core,
-                "blocks": self.blocks, "calls_per_block": self.calls_per_block}
+                "blocks": self.blocks, "calls_per_block": self.calls_per_block,
+                "seconds_per_call": self.seconds_per_call}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Energy:
@@ -838,11 +854,13 @@ class Energy:
         ci = d["ci"]
         idle = d.get("idle_w")
         wpc = d.get("watts_per_core")
+        spc = d.get("seconds_per_call")
         return cls(float(d["joules_per_call"]),
                    None if ci is None else (float(ci[0]), float(ci[1])),
                    str(d["method"]), bool(d["estimated"]), str(d.get("reason", "")),
                    None if idle is None else float(idle), None if wpc is None else float(wpc),
-                   int(d.get("blocks", 0)), int(d.get("calls_per_block", 0)))
+                   int(d.get("blocks", 0)), int(d.get("calls_per_block", 0)),
+                   None if spc is None else float(spc))
 
 
 # --- measuring -------------------------------------------------------------------------
@@ -938,6 +956,7 @@ def measure_energy_interleaved(
     with EnergyMeter(source, idle_s=idle_s, watts_per_core=watts_per_core) as meter:
         calls = {n: _calibrate(fns[n], min_block_s) for n in names}
         per_call_j: dict[str, list[float]] = {n: [] for n in names}
+        per_call_s: dict[str, list[float]] = {n: [] for n in names}
         spent_s = 0.0
         for done in range(1, blocks + 1):
             order = names[(done - 1) % len(names):] + names[:(done - 1) % len(names)]
@@ -947,6 +966,7 @@ def measure_energy_interleaved(
                 for _ in range(k):
                     fn()
                 per_call_j[n].append(meter.stop() / k)
+                per_call_s[n].append(meter.elapsed_s / k)
                 spent_s += meter.elapsed_s
             if done >= 2 and spent_s / done * (done + 1) > max_time_s:
                 break
@@ -958,7 +978,7 @@ def measure_energy_interleaved(
             mean = float(values.mean())
             ci = mean_ci(mean, float(values.std(ddof=1)), len(values), 0.95)
             out[n] = Energy(mean, ci, src.method, src.estimated, src.reason, meter.idle_w, wpc,
-                            len(values), calls[n])
+                            len(values), calls[n], float(np.mean(per_call_s[n])))
         return out
 
 

@@ -349,6 +349,11 @@ def _seconds(s: float) -> str:
     return format_ns(s * 1e9)
 
 
+# How far the time per call in the energy blocks may stray from the latency median before the
+# report says so: their energy is per call as those blocks ran them.
+ENERGY_TIME_TOLERANCE = 0.10
+
+
 @dataclass(frozen=True, eq=False)
 class SuiteResult(TextLines):
     """A benchmark suite's records, one per variant, and the settings they were taken under.
@@ -515,9 +520,29 @@ class SuiteResult(TextLines):
             out.append(f"  note: energy estimated as {watts:g} W per busy core x the process's "
                        f"CPU time (dynamic power only; the interval leaves out the model's "
                        f"error), because {why}")
+        out += self._energy_time_notes()
         for name, rec in self.variants.items():
             out += [f"  note: {name}: {n}" for n in rec.notes]
         out += [f"  warning: {w}" for w in self.warnings]
+        return out
+
+    def _energy_time_notes(self) -> list[str]:
+        """A note for each variant whose energy blocks ran its calls more than
+        ENERGY_TIME_TOLERANCE away from its latency median (first batch size): the energy is
+        per call as those back-to-back blocks ran them (their power beside it)."""
+        out = []
+        for name, rec in self.variants.items():
+            energy, median_s = rec.energy, rec.latency.median_s
+            if energy is None or energy.seconds_per_call is None or median_s <= 0:
+                continue
+            if abs(energy.seconds_per_call / median_s - 1.0) <= ENERGY_TIME_TOLERANCE:
+                continue
+            watts = energy.watts
+            power = "" if watts is None else f", {watts:.3g} W"
+            out.append(f"  note: {name}: the energy blocks ran its calls back to back at "
+                       f"{_seconds(energy.seconds_per_call)} a call{power}, against a latency "
+                       f"median of {_seconds(median_s)} one call at a time; its energy per "
+                       "call is theirs")
         return out
 
     def _normalized_lines(self) -> list[str]:
