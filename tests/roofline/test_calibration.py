@@ -213,8 +213,10 @@ def test_gemm_ceiling_is_the_median_of_the_native_timing_loop(
     assert len(seen) == 1 and seen[0].n >= 3 and seen[0].loops == 1
     assert kwargs_seen[0]["threads"] == 1
     assert gflops == pytest.approx(2.0 * n**3 / seen[0].median_ns)  # GFLOP = FLOP per ns
-    peak = kernels.peak_flops("float64", 1, min_time_s=0.01).gflops
-    assert 0 < gflops < 2 * peak  # no GEMM beats the FMA peak (2x: a shared machine's noise)
+    # A plausible figure, not a unit slip: no x86 core does more than 32 float64 FLOP a cycle
+    # (two 512-bit FMA pipes), nor runs at 6 GHz. A bound from a peak timed beside it failed
+    # once: a host pause slowed that 10 ms peak to 8.2 GFLOP/s against 37 for the GEMM.
+    assert 0 < gflops < 32 * 6.0
 
 
 def test_real_quick_calibration_is_ordered(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
