@@ -137,15 +137,20 @@ def gemm_shape(text: str) -> tuple[int, int, int]:
     return m, n, k
 
 
-def positive_int(text: str) -> int:
-    """An argparse type: an int of at least 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r}: must be at least 1")
-    return value
+def int_at_least(low: int) -> Callable[[str], int]:
+    """An argparse type: an int of at least ``low``."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"{text!r}: must be at least {low}")
+        return value
+    return parse
+
+
+positive_int = int_at_least(1)
 
 
 def script_args(doc: str | None,

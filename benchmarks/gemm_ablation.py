@@ -46,7 +46,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from _anchors import gemm_shape, numpy_openblas, positive_int, script_args
+from _anchors import gemm_shape, int_at_least, numpy_openblas, positive_int, script_args
 
 ROOT = Path(__file__).resolve().parent.parent
 CORE = ROOT / "src" / "cpp"
@@ -103,7 +103,7 @@ def options(parser: argparse.ArgumentParser) -> None:
                         help="processes per variant, shape and dtype (default 3)")
     parser.add_argument("--blocks", type=positive_int, default=5,
                         help="peak/product blocks per process (default 5)")
-    parser.add_argument("--ldc-pad", type=int, default=0, metavar="P",
+    parser.add_argument("--ldc-pad", type=int_at_least(0), default=0, metavar="P",
                         help="elements added to each row of C (default 0)")
     parser.add_argument("--no-blas", action="store_true",
                         help="leave out the OpenBLAS column")
@@ -111,8 +111,6 @@ def options(parser: argparse.ArgumentParser) -> None:
 
 def main() -> None:
     args = script_args(__doc__, options)
-    if args.ldc_pad < 0:
-        raise SystemExit(f"--ldc-pad must be 0 or more, got {args.ldc_pad}")
     blas = None if args.no_blas else numpy_openblas()
     with tempfile.TemporaryDirectory(prefix="fastbench-ablation-") as tmp:
         print("compiling", len(VARIANTS), "variants of src/cpp/gemm.cpp ...", flush=True)

@@ -73,8 +73,8 @@ def test_openblas_anchor_computes_the_same_product(tmp_path: Path,
             peak, against = ablation.run_once(exe, dtype, (96, 80, 64), 2, 3, pad, blas)
             assert len(peak) == 3 and len(against) == 3
             assert all(r > 0 for r in peak + against)
-    libc = tmp_path / "not_blas.so"
-    libc.write_bytes(b"")  # not a shared library: dlopen fails, so no gemm is found
-    done = subprocess.run([str(exe), "check", "float64", _core.best_isa(), str(libc)],
+    not_blas = tmp_path / "not_blas.so"
+    not_blas.write_bytes(b"")  # not a shared library: dlopen fails, so no gemm is found
+    done = subprocess.run([str(exe), "check", "float64", _core.best_isa(), str(not_blas)],
                           capture_output=True, text=True, check=False, timeout=120)
     assert done.returncode == 1 and "no CBLAS gemm" in done.stdout
