@@ -567,11 +567,14 @@ PYBIND11_MODULE(_core, m) {
         py::arg("out").noconvert(), py::arg("alpha") = 1.0f, py::arg("beta") = 0.0f,
         py::arg("threads") = 0,
         "out = alpha*a@b + beta*out, a and b uint16 bf16 bits, out float32 (C-contiguous).");
-  m.def("gemm_isa", &fb::gemm_isa, "The ISA gemm runs now: 'avx512', 'avx2' or 'portable'.");
+  m.def("gemm_isa", &fb::gemm_isa, py::arg("f64") = false,
+        "The ISA gemm runs now for float32 (f64: float64): 'avx512', 'avx2' or 'portable'.");
   m.def("gemm_bf16_isa", &fb::gemm_bf16_isa,
         "The path gemm_bf16 runs now: 'avx512_bf16' or the float32 gemm's ISA it widens to.");
   m.def("_gemm_zmm_at_half_rate", &fb::detail::gemm_zmm_at_half_rate, py::arg("on"),
         "Test hook: run gemm's zmm kernels even where 512-bit FMAs are half rate (Zen 4).");
+  m.def("_gemm_ymm_tiles", &fb::detail::gemm_ymm_tiles, py::arg("on"),
+        "Test hook: run the ymm kernels of a half-rate-zmm core (Zen 4) on any AVX-512 core.");
   m.def("_gemm_stream_b", &fb::detail::gemm_stream_b, py::arg("on"),
         "Test hook: whether tiles of few rows stream B a sliver at a time (default on).");
   py::class_<fb::GemmBlocking>(m, "GemmBlocking", "Cache and register blocking of gemm.")

@@ -81,7 +81,9 @@ std::size_t div_up(std::size_t x, std::size_t y) { return (x + y - 1) / y; }
 // kernels' micro-panels are two to three times wider (nr 32 floats, 24 doubles): the same
 // rule would cut kc to 128-256, and kc 512 measured 4-10% faster than 256 for both dtypes
 // (Zen 4, n = 1024, alternating in one process), so their micro-panel may fill twice L1
-// (`l1_panels` 2), streaming from L2 as BLIS's Zen 4 blocking (KC 512) does.
+// (`l1_panels` 2), streaming from L2 as BLIS's Zen 4 blocking (KC 512) does; so may
+// YmmVlKernel's (16 doubles): for a 4×16 form of it, kc 512 and an A block of a quarter of L2
+// measured best of five blockings (kc 256-512, 64-128 rows) at 2048³ (one thread, Zen 4).
 // mc: the packed A block (mc×kc) in about half of L2; in a quarter where the micro-panel
 // streams from L2 beside it (`l1_panels` 2: 64 KiB float32, 96 KiB float64 at kc 512). Against
 // half, one thread, alternating in one process, a Golden Cove-class Xeon (2 MiB L2: 128 rows
@@ -503,15 +505,16 @@ struct Avx2Kernel {
 
 #define FASTBENCH_AVX512_TARGET "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma"
 
-// MR rows × NV zmm registers of B, MR·NV = 24 accumulators + NV registers of B + one
-// broadcast of A within the 32 zmm registers: 24 independent chains cover the FMA latency
-// (4 cycles) on two 512-bit pipes. float32 runs 12×32 (two loads of B and 12 broadcasts per
-// 24 FMAs); float64 runs 8×24 (three loads and 8 broadcasts), which measured 8-15% faster
-// than 12×16 for float64 and 5-8% slower for float32 (Zen 4, n = 1024, alternating in one
-// process). Rows are specialised as in Avx2Kernel (dispatch<>).
-template <class T, std::size_t MR, std::size_t NV>
+// MR rows × NV registers of B, MR·NV = 24 accumulators + NV registers of B + one broadcast
+// of A within AVX-512's 32 vector registers: 24 independent chains cover the FMA latency (4
+// cycles) on two pipes. With zmm registers (V = Avx512), float32 runs 12×32 (two loads of B
+// and 12 broadcasts per 24 FMAs); float64 runs 8×24 (three loads and 8 broadcasts), which
+// measured 8-15% faster than 12×16 for float64 and 5-8% slower for float32 (Zen 4, n = 1024,
+// alternating in one process). V = Avx2 runs the same loop in ymm registers, which AVX-512VL
+// also numbers 0-31: YmmVlKernel. Rows are specialised as in Avx2Kernel (dispatch<>).
+template <class T, std::size_t MR, std::size_t NV, class Vec = detail::Avx512<T>>
 struct Avx512Kernel {
-  using V = detail::Avx512<T>;
+  using V = Vec;
   using Reg = typename V::Reg;
   static constexpr std::size_t kMr = MR;
   static constexpr std::size_t kLanes = V::kLanes;
@@ -596,8 +599,8 @@ struct Avx512Kernel {
       std::size_t col0, std::size_t cols, const RowPrefetch* pf) {
     ablate_c(c, ldc, kNr);
     for (std::size_t i = 0; i < R; ++i) {
-      for (std::size_t v = 0; v < NV; ++v) {  // one register of C is one cache line
-        _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc + v * kLanes), _MM_HINT_T0);
+      for (std::size_t j = 0; j < kNr; j += kAlignBytes / sizeof(T)) {  // a cache line each
+        _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc + j), _MM_HINT_T0);
       }
     }
     alignas(64) T tile[kMr * kNr];
@@ -635,12 +638,25 @@ template <class T>
 using ZmmKernel = std::conditional_t<sizeof(T) == 4, Avx512Kernel<float, 12, 2>,
                                      Avx512Kernel<double, 8, 3>>;
 
+// float64 where AVX-512 runs but zmm kernels do not pay (Zen 4, see zmm_kernels_pay): a 6×16
+// tile in ymm registers, 24 accumulators that the AVX2 kernel's 16 registers cannot hold
+// (it runs 6×8). Against that kernel, with numpy's OpenBLAS timed beside each in one program
+// (benchmarks/gemm_ablation.py's harness, one thread, a 2-vCPU Zen 4 guest): 1.01-1.03x at
+// 2048³ and 256³, 1.08x on 64×4096×1024 and 1.10x on 4096×64×4096, 0.99-1.00x at 512³ and
+// 1024³. Half a load per FMA where the AVX2 kernel makes two thirds, and on C's rows of 16
+// KiB at n = 2048, which all fall on one L1 set, two lines a row instead of one. float32
+// stays on the AVX2 kernel there: 6×32 and 4×32 measured 1-5% slower on five of the eight
+// benchmark shapes and faster on 64×4096×1024 alone.
+template <class T>
+using YmmVlKernel = Avx512Kernel<T, 6, 4, detail::Avx2<T>>;
+
 #endif  // __x86_64__
 
 // The widest micro-kernel built here (off x86-64, best_isa() is portable).
 constexpr Isa kWidest = Isa::avx512;
 
 std::atomic<bool> g_zmm_at_half_rate{false};
+std::atomic<bool> g_ymm_tiles{false};
 
 // Whether the zmm kernels run where AVX-512 is allowed. Zen 4 (AMD family 0x19 with
 // AVX-512) executes a 512-bit FMA as two 256-bit halves on its two FMA pipes (AMD's Zen 4
@@ -652,14 +668,34 @@ std::atomic<bool> g_zmm_at_half_rate{false};
 // 0.96-1.07 across 1-2 threads, both dtypes, n = 512-2048, each side ahead in 3 of the 12
 // cases (`python benchmarks/gemm_widths.py` on a 2-vCPU Zen 4 guest).
 bool zmm_kernels_pay() {
+  if (g_ymm_tiles.load(std::memory_order_relaxed)) return false;
   return g_zmm_at_half_rate.load(std::memory_order_relaxed) || !zmm_fma_split();
 }
 
-// The path gemm runs now: kernel_isa(), narrowed to avx2 where zmm does not pay.
-Isa gemm_path() {
+// The micro-kernels gemm can run: those of one ISA, and on the AVX-512 path the zmm ones or,
+// where they do not pay, float64's YmmVlKernel (float32 then runs the AVX2 kernel).
+enum class Tiles { portable, avx2, ymm_vl, zmm };
+
+// The kernel gemm<T> runs now: kernel_isa(), and on the AVX-512 path whether zmm pays.
+template <class T>
+Tiles gemm_tiles() {
   const Isa isa = kernel_isa(kWidest);
-  if (isa == Isa::avx512 && !zmm_kernels_pay()) return Isa::avx2;
-  return isa;
+  if (isa >= Isa::avx512) {
+    if (zmm_kernels_pay()) return Tiles::zmm;
+    return std::is_same_v<T, double> ? Tiles::ymm_vl : Tiles::avx2;
+  }
+  return isa >= Isa::avx2 ? Tiles::avx2 : Tiles::portable;
+}
+
+// The ISA the kernel needs: YmmVlKernel's registers 16-31 and EVEX encodings are AVX-512VL.
+Isa tiles_isa(Tiles t) {
+  switch (t) {
+    case Tiles::zmm:
+    case Tiles::ymm_vl: return Isa::avx512;
+    case Tiles::avx2: return Isa::avx2;
+    case Tiles::portable: break;
+  }
+  return Isa::portable;
 }
 
 // ---- driver -------------------------------------------------------------------------------
@@ -1195,14 +1231,26 @@ void gemm_impl(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a,
   }
   check_no_overlap(m, n, k, a, lda, b, ldb, c, ldc);
 #if defined(__x86_64__)
-  const Isa isa = gemm_path();
-  if (isa >= Isa::avx512) {
-    gemm_with<FloatGemm<T, ZmmKernel<T>>>(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, nthreads);
-  } else if (isa >= Isa::avx2) {
-    gemm_with<FloatGemm<T, Avx2Kernel<T>>>(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, nthreads);
-  } else {
-    gemm_with<FloatGemm<T, PortableKernel<T>>>(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc,
-                                               nthreads);
+  switch (gemm_tiles<T>()) {
+    case Tiles::zmm:
+      gemm_with<FloatGemm<T, ZmmKernel<T>>>(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc,
+                                            nthreads);
+      break;
+    case Tiles::ymm_vl:
+      if constexpr (std::is_same_v<T, double>) {
+        gemm_with<FloatGemm<T, YmmVlKernel<T>>>(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc,
+                                                nthreads);
+        break;
+      }
+      [[fallthrough]];  // not reached: float32 never runs ymm_vl tiles
+    case Tiles::avx2:
+      gemm_with<FloatGemm<T, Avx2Kernel<T>>>(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc,
+                                             nthreads);
+      break;
+    case Tiles::portable:
+      gemm_with<FloatGemm<T, PortableKernel<T>>>(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc,
+                                                 nthreads);
+      break;
   }
 #else
   gemm_with<FloatGemm<T, PortableKernel<T>>>(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc,
@@ -1834,27 +1882,32 @@ const char* gemm_bf16_isa() {
   return bf16_native() ? "avx512_bf16" : gemm_isa();
 }
 
-const char* gemm_isa() { return isa_name(gemm_path()); }
+const char* gemm_isa(bool f64) {
+  return isa_name(tiles_isa(f64 ? gemm_tiles<double>() : gemm_tiles<float>()));
+}
 
-GemmBlocking gemm_blocking(bool f64) {
+namespace {
+template <class T>
+GemmBlocking blocking_of() {
 #if defined(__x86_64__)
-  if (gemm_path() >= Isa::avx512) {
-    return f64 ? blocking_for(8, ZmmKernel<double>::kMr, ZmmKernel<double>::kNr, 2)
-               : blocking_for(4, ZmmKernel<float>::kMr, ZmmKernel<float>::kNr, 2);
-  }
-  if (gemm_path() >= Isa::avx2) {
-    return f64 ? blocking_for(8, Avx2Kernel<double>::kMr, Avx2Kernel<double>::kNr)
-               : blocking_for(4, Avx2Kernel<float>::kMr, Avx2Kernel<float>::kNr);
+  switch (gemm_tiles<T>()) {
+    case Tiles::zmm: return FloatGemm<T, ZmmKernel<T>>::blocking();
+    case Tiles::ymm_vl: return FloatGemm<T, YmmVlKernel<T>>::blocking();
+    case Tiles::avx2: return FloatGemm<T, Avx2Kernel<T>>::blocking();
+    case Tiles::portable: break;
   }
 #endif
-  return f64 ? blocking_for(8, PortableKernel<double>::kMr, PortableKernel<double>::kNr)
-             : blocking_for(4, PortableKernel<float>::kMr, PortableKernel<float>::kNr);
+  return FloatGemm<T, PortableKernel<T>>::blocking();
 }
+}  // namespace
+
+GemmBlocking gemm_blocking(bool f64) { return f64 ? blocking_of<double>() : blocking_of<float>(); }
 
 namespace detail {
 void gemm_small_units(bool on) { g_small_units.store(on, std::memory_order_relaxed); }
 void gemm_stream_b(bool on) { g_stream_b.store(on, std::memory_order_relaxed); }
 void gemm_zmm_at_half_rate(bool on) { g_zmm_at_half_rate.store(on, std::memory_order_relaxed); }
+void gemm_ymm_tiles(bool on) { g_ymm_tiles.store(on, std::memory_order_relaxed); }
 std::uint64_t gemm_units_shared() { return g_units_shared.load(std::memory_order_relaxed); }
 }  // namespace detail
 

@@ -37,10 +37,11 @@ void gemm_bf16(std::size_t m, std::size_t n, std::size_t k, float alpha, const s
 // widens to.
 const char* gemm_bf16_isa();
 
-// The path gemm() takes now, an isa_name(): "avx512", "avx2" or "portable". Follows the ISA
-// cap (detail::set_isa_cap). A core whose 512-bit FMAs run at half rate (Zen 4) runs the
-// avx2 kernel, measured faster there, and says "avx2".
-const char* gemm_isa();
+// The path gemm() takes now for float32 (f64: float64), an isa_name(): "avx512", "avx2" or
+// "portable". Follows the ISA cap (detail::set_isa_cap). A core whose 512-bit FMAs run at half
+// rate (Zen 4) runs ymm kernels, measured faster there: float32's AVX2 kernel ("avx2"), and
+// for float64 a wider tile that needs AVX-512VL's 32 ymm registers ("avx512").
+const char* gemm_isa(bool f64 = false);
 
 // Cache-blocking sizes in use (elements), for reports and tests.
 struct GemmBlocking {
@@ -62,6 +63,10 @@ std::uint64_t gemm_units_shared();
 // Test hook: run the zmm kernels where AVX-512 is allowed even on a core whose 512-bit FMAs
 // run at half rate (Zen 4), so that tests there cover them (process-wide).
 void gemm_zmm_at_half_rate(bool on);
+// Test hook: where AVX-512 is allowed, run the kernels chosen on a core whose 512-bit FMAs run
+// at half rate (float64's ymm tile with AVX-512VL, float32's AVX2 kernel) on any AVX-512 core,
+// so that tests cover them off Zen 4 (process-wide; wins over gemm_zmm_at_half_rate).
+void gemm_ymm_tiles(bool on);
 }  // namespace detail
 
 }  // namespace fastbench

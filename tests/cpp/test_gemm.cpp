@@ -15,6 +15,7 @@
 #include <new>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "cpu.hpp"
@@ -39,6 +40,15 @@ struct ZmmKernels {
   ~ZmmKernels() { fb::detail::gemm_zmm_at_half_rate(false); }
   ZmmKernels(const ZmmKernels&) = delete;
   ZmmKernels& operator=(const ZmmKernels&) = delete;
+};
+
+// Runs, for one scope, the kernels a half-rate-zmm core (Zen 4) runs on the AVX-512 path on
+// any AVX-512 core: float64's 6×16 ymm tile (AVX-512VL), float32's AVX2 kernel.
+struct YmmTiles {
+  YmmTiles() { fb::detail::gemm_ymm_tiles(true); }
+  ~YmmTiles() { fb::detail::gemm_ymm_tiles(false); }
+  YmmTiles(const YmmTiles&) = delete;
+  YmmTiles& operator=(const YmmTiles&) = delete;
 };
 
 struct Shape {
@@ -165,6 +175,18 @@ void test_portable_dtype() {
 void test_avx512_f32() { test_avx512_dtype<float>(); }
 void test_avx512_f64() { test_avx512_dtype<double>(); }
 
+// float64's ymm tile on the AVX-512 path (6×16: rows and columns past its edges in
+// run_shapes), with B packed in panels and streamed; it names avx512, float32 avx2 beside it.
+void test_ymm_vl_f64() {
+  SKIP_UNLESS(have_avx512(), "no AVX-512 on this CPU");
+  const YmmTiles ymm;
+  CHECK(std::string(fb::gemm_isa(true)) == "avx512", fb::gemm_isa(true));
+  CHECK(std::string(fb::gemm_isa()) == "avx2", fb::gemm_isa());
+  const fb::GemmBlocking d = fb::gemm_blocking(true);
+  CHECK(d.mr == 6 && d.nr == 16, d.mr, "x", d.nr);
+  run_shapes<double>();
+}
+
 // Restores B streaming for small tiles even when a test body throws.
 struct PanelsOnly {
   PanelsOnly() { fb::detail::gemm_stream_b(false); }
@@ -191,6 +213,12 @@ void test_avx2_panels_dtype() {
 }
 void test_avx512_panels_f32() { test_avx512_panels_dtype<float>(); }
 void test_avx512_panels_f64() { test_avx512_panels_dtype<double>(); }
+void test_ymm_vl_panels_f64() {
+  SKIP_UNLESS(have_avx512(), "no AVX-512 on this CPU");
+  const YmmTiles ymm;
+  const PanelsOnly panels;
+  run_shapes<double>();
+}
 void test_avx2_panels_f32() { test_avx2_panels_dtype<float>(); }
 void test_avx2_panels_f64() { test_avx2_panels_dtype<double>(); }
 void test_avx2_f32() { test_avx2_dtype<float>(); }
@@ -198,9 +226,10 @@ void test_avx2_f64() { test_avx2_dtype<double>(); }
 void test_portable_f32() { test_portable_dtype<float>(); }
 void test_portable_f64() { test_portable_dtype<double>(); }
 
-// Uncapped, gemm names the widest path that pays: avx512 except on Zen 4 (AMD family 0x19),
-// whose 512-bit FMAs are two 256-bit halves and where the ymm kernel measured faster. Tiles
-// hold no float FMAs: the amx level runs the avx512 kernels.
+// Uncapped, gemm names the widest path that pays: avx512 except for float32 on Zen 4 (AMD
+// family 0x19), whose 512-bit FMAs are two 256-bit halves and where the AVX2 kernel measured
+// faster; float64 runs a ymm tile there that needs AVX-512VL, and names avx512. Tiles hold no
+// float FMAs: the amx level runs the avx512 kernels. The register tile says which kernel runs.
 void test_uncapped_path() {
   const fb::CpuFeatures& f = fb::cpu_features();
   const bool zen4 = f.vendor == "AuthenticAMD" && f.family == 0x19;
@@ -208,6 +237,14 @@ void test_uncapped_path() {
   const fb::Isa want = widest == fb::Isa::avx512 && zen4 ? fb::Isa::avx2 : widest;
   CHECK(std::string(fb::gemm_isa()) == fb::isa_name(want), fb::gemm_isa(), " want ",
         fb::isa_name(want));
+  CHECK(std::string(fb::gemm_isa(true)) == fb::isa_name(widest), fb::gemm_isa(true), " want ",
+        fb::isa_name(widest));
+  if (widest == fb::Isa::avx512) {
+    const fb::GemmBlocking d = fb::gemm_blocking(true);
+    const std::size_t want_mr = zen4 ? 6 : 8, want_nr = zen4 ? 16 : 24;
+    CHECK(d.mr == want_mr && d.nr == want_nr, d.mr, "x", d.nr, " want ", want_mr, "x",
+          want_nr);
+  }
 }
 
 // ---- bf16 -------------------------------------------------------------------------------
@@ -619,7 +656,7 @@ void test_blocking() {
       const std::size_t elem = f64 ? 8 : 4;
       CHECK(b.mr > 0 && b.nr > 0 && b.kc > 0 && b.mc > 0 && b.nc > 0, b.mr, " ", b.nr);
       CHECK(b.mc % b.mr == 0 && b.nc % b.nr == 0, b.mc, " ", b.nc);
-      // The B micro-panel fits L1 (twice L1 for the zmm kernels, which stream it from L2).
+      // The B micro-panel fits L1 (twice L1 for the AVX-512 kernels, which stream it from L2).
       CHECK(b.kc * b.nr * elem <= 2 * fb::cache_sizes().l1d_bytes, b.kc, " ", b.nr);
     }
   }
@@ -658,8 +695,10 @@ void report_speed(const char* name, int threads) {
     const std::chrono::duration<double> dt = std::chrono::steady_clock::now() - t0;
     best_s = std::min(best_s, dt.count());
   }
-  std::printf("note: gemm %s n=%zu threads=%d %s: %.1f GFLOP/s\n", name, n, threads,
-              fb::gemm_isa(), 2.0 * static_cast<double>(n * n * n) / best_s * 1e-9);
+  const fb::GemmBlocking tile = fb::gemm_blocking(std::is_same_v<T, double>);
+  std::printf("note: gemm %s n=%zu threads=%d %s %zux%zu: %.1f GFLOP/s\n", name, n, threads,
+              fb::gemm_isa(std::is_same_v<T, double>), tile.mr, tile.nr,
+              2.0 * static_cast<double>(n * n * n) / best_s * 1e-9);
 }
 
 void test_speed_note() {
@@ -670,6 +709,8 @@ void test_speed_note() {
     if (have_avx512()) {
       const ZmmKernels zmm;
       report_speed<float>("f32", threads);
+      report_speed<double>("f64", threads);
+      const YmmTiles ymm;
       report_speed<double>("f64", threads);
     }
   }
@@ -683,6 +724,8 @@ const Test kTests[] = {
     {"avx512_f64", test_avx512_f64},
     {"avx512_panels_f32", test_avx512_panels_f32},
     {"avx512_panels_f64", test_avx512_panels_f64},
+    {"ymm_vl_f64", test_ymm_vl_f64},
+    {"ymm_vl_panels_f64", test_ymm_vl_panels_f64},
     {"avx2_panels_f32", test_avx2_panels_f32},
     {"avx2_panels_f64", test_avx2_panels_f64},
     {"avx2_f32", test_avx2_f32},

@@ -70,6 +70,9 @@ def test_cache_levels_keep_the_faster_vector_width_and_record_it(
         assert r.machine["ceiling_isas"][lv] == "avx512"
     assert r.machine["ceiling_isas"]["fma float32"] == "avx512"
     assert r.machine["ceiling_isas"]["fma float64"] == "avx2"
+    # Each GEMM ceiling names its own dtype's path (on Zen 4: float32 avx2, float64 avx512).
+    assert r.machine["ceiling_isas"]["gemm float32"] == kernels.gemm_isa("float32")
+    assert r.machine["ceiling_isas"]["gemm float64"] == kernels.gemm_isa("float64")
 
 
 def test_a_cache_level_no_faster_than_the_next_is_noted(

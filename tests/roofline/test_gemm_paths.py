@@ -1,4 +1,5 @@
-"""GEMM on every path this CPU runs (the zmm kernels, AVX2, portable) against numpy over edge
+"""GEMM on every path this CPU runs (the zmm kernels, float64's ymm tile of AVX-512VL, AVX2,
+portable) against numpy over edge
 tiles, the bf16 GEMM against a float64 product of the bf16-rounded inputs on its tile (AMX),
 vdpbf16ps and widened paths, bf16 rounding against hand-worked values, and conv2d's im2col on the zmm
 GEMM against a numpy im2col."""
@@ -18,8 +19,8 @@ RNG = np.random.default_rng(4321)
 HAS_AVX512 = _core.best_isa() in ("avx512", "amx")  # amx: AVX-512 and tiles
 HAS_BF16 = HAS_AVX512 and _core.cpu_features().avx512_bf16
 HAS_TILES = _core.best_isa() == "amx"
-# Around the tiles of every kernel (zmm 12x32 float / 8x24 double, ymm 6x16 / 6x8, portable
-# 4x8 / 4x4), 1xN, Nx1, k = 1, and k past one k block (512).
+# Around the tiles of every kernel (zmm 12x32 float / 8x24 double, AVX-512VL ymm 6x16 double,
+# AVX2 ymm 6x16 / 6x8, portable 4x8 / 4x4), 1xN, Nx1, k = 1, and k past one k block (512).
 SHAPES = [(1, 1, 1), (1, 97, 13), (97, 1, 13), (40, 70, 1), (12, 32, 8), (11, 31, 9),
           (13, 33, 17), (8, 24, 5), (9, 25, 3), (24, 48, 64), (25, 49, 65), (61, 150, 45),
           (30, 100, 520), (3, 40, 1030)]
@@ -48,6 +49,12 @@ def _hook(setter: Callable[[bool], None], on: bool) -> Iterator[None]:
 def _zmm_kernels() -> ContextManager[None]:
     """gemm's zmm kernels inside the block, even on a core whose 512-bit FMAs are half rate."""
     return _hook(_core._gemm_zmm_at_half_rate, True)
+
+
+def _ymm_tiles() -> ContextManager[None]:
+    """Inside the block, the kernels a core with half-rate zmm FMAs (Zen 4) runs on the AVX-512
+    path, on any AVX-512 core: float64's 6x16 ymm tile, float32's AVX2 kernel."""
+    return _hook(_core._gemm_ymm_tiles, True)
 
 
 def _bf16_values(bits: np.ndarray) -> np.ndarray:
@@ -84,6 +91,17 @@ def test_gemm_avx512_path_matches_numpy(dtype: type, m: int, n: int, k: int,
         _gemm_against_numpy(dtype, m, n, k, threads)
 
 
+@pytest.mark.skipif(not HAS_AVX512, reason="no AVX-512 on this CPU")
+@pytest.mark.parametrize("m,n,k", SHAPES)
+@pytest.mark.parametrize("threads", [1, 2])
+def test_gemm_float64_ymm_tile_matches_numpy(m: int, n: int, k: int, threads: int) -> None:
+    with _ymm_tiles():
+        assert kernels.gemm_isa("float64") == "avx512" and kernels.gemm_isa() == "avx2"
+        blocking = _core.gemm_blocking(True)
+        assert (blocking.mr, blocking.nr) == (6, 16)
+        _gemm_against_numpy(np.float64, m, n, k, threads)
+
+
 def _panels_only() -> ContextManager[None]:
     """gemm's Goto nest (whole B panels packed first) even for tiles of few rows."""
     return _hook(_core._gemm_stream_b, False)
@@ -96,19 +114,22 @@ STREAMED = [(64, 1030, 1100), (128, 300, 600), (129, 300, 40), (5, 2049, 513), (
             (65, 200, 30)]
 
 
-@pytest.mark.parametrize("path", ["avx512", "avx2"])
+@pytest.mark.parametrize("path", ["avx512", "avx512 ymm", "avx2"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("m,n,k", STREAMED)
 @pytest.mark.parametrize("threads", [1, 2])
 def test_gemm_streamed_b_matches_numpy_and_the_panel_nest(path: str, dtype: type, m: int, n: int,
                                                           k: int, threads: int) -> None:
-    if _core.isa_names().index(path) > _core.isa_names().index(_core.best_isa()):
-        pytest.skip(f"no {path} on this CPU")
+    isa, ymm = path.split()[0], path.endswith(" ymm")
+    if _core.isa_names().index(isa) > _core.isa_names().index(_core.best_isa()):
+        pytest.skip(f"no {isa} on this CPU")
+    if ymm and dtype is np.float32:
+        pytest.skip("float32's ymm kernel on the AVX-512 path is the AVX2 one")
     a = RNG.standard_normal((m, k)).astype(dtype)
     b = RNG.standard_normal((k, n)).astype(dtype)
     c0 = RNG.standard_normal((m, n)).astype(dtype)
-    with _isa_capped(path), _zmm_kernels():
-        assert kernels.gemm_isa() == path
+    with _isa_capped(isa), (_ymm_tiles() if ymm else _zmm_kernels()):
+        assert kernels.gemm_isa(np.dtype(dtype).name) == isa
         streamed = c0.copy()
         kernels.gemm(a, b, streamed, alpha=2.0, beta=0.5, threads=threads)
         with _panels_only():
@@ -146,13 +167,20 @@ def test_gemm_avx512_path_reads_transposed_and_strided_inputs(dtype: type) -> No
 
 
 def test_gemm_names_the_path_that_pays_uncapped() -> None:
-    """Zen 4 (AMD family 0x19) runs 512-bit FMAs as two 256-bit halves: its GEMM keeps to the
-    ymm kernel, measured faster there; other AVX-512 cores run the zmm kernels (AMX tiles
-    hold no float FMAs, so the float GEMM runs zmm beside them)."""
+    """Zen 4 (AMD family 0x19) runs 512-bit FMAs as two 256-bit halves: its GEMM keeps to ymm
+    kernels, measured faster there (float32's AVX2 kernel; float64's 6x16 tile, which needs
+    AVX-512VL's 32 registers); other AVX-512 cores run the zmm kernels (AMX tiles hold no
+    float FMAs, so the float GEMM runs zmm beside them)."""
     f = _core.cpu_features()
     zen4 = f.vendor == "AuthenticAMD" and f.family == 0x19
     best = "avx512" if HAS_AVX512 else _core.best_isa()
     assert kernels.gemm_isa() == ("avx2" if best == "avx512" and zen4 else best)
+    assert kernels.gemm_isa("float64") == best
+    if best == "avx512":
+        blocking = _core.gemm_blocking(True)
+        assert (blocking.mr, blocking.nr) == ((6, 16) if zen4 else (8, 24))
+    with pytest.raises(ValueError, match="float32"):
+        kernels.gemm_isa("bfloat16")
 
 
 # -- bf16 ---------------------------------------------------------------------------------------

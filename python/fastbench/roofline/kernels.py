@@ -113,17 +113,22 @@ def _float_array(x: Any, name: str, ndim: int, dtypes: Sequence[np.dtype[Any]]) 
     return x
 
 
-def gemm_isa() -> str:
-    """The instruction set GEMM runs on this machine: "avx512", "avx2" or "portable".
+def gemm_isa(dtype: str = "float32") -> str:
+    """The instruction set :func:`gemm` runs for ``dtype`` ("float32" or "float64") on this
+    machine: "avx512", "avx2" or "portable".
 
     Every kernel runs the widest path it has that the CPU and the OS allow, and names it
     with one scheme ("portable", "avx2", "avx512", "amx"; AMX tiles hold no float FMAs, so
     the float GEMM runs "avx512" on a machine with them). A core that runs 512-bit FMAs as two
-    256-bit halves (AMD Zen 4) has the same peak with either width, and there the AVX2
-    kernel measured faster, so it runs that one and reports "avx2". Results written before
-    this scheme say "avx2+fma" for GEMM and FMA peaks; it is the same path.
+    256-bit halves (AMD Zen 4) has the same peak with either width, and there ymm kernels
+    measured faster: float32 runs the AVX2 kernel ("avx2"), and float64 a 6x16 tile that
+    needs the 32 ymm registers of AVX-512VL ("avx512"; the AVX2 kernel's 16 registers hold
+    6x8). Results written before this scheme say "avx2+fma" for GEMM and FMA peaks; it is the
+    same path.
     """
-    return _core.gemm_isa()
+    if dtype not in ("float32", "float64"):
+        raise ValueError(f'dtype must be "float32" or "float64", got {dtype!r}')
+    return _core.gemm_isa(dtype == "float64")
 
 
 def gemm_bf16_isa() -> str:
