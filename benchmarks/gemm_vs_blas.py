@@ -134,8 +134,9 @@ def run(threads: int, dtypes: list[str], shapes: list[tuple[int, int, int]], blo
             run_bf16(threads, shapes, blocks)
             continue
         peak, widths = _peak(dtype, threads)
+        tile = _core.gemm_blocking(dtype == "float64")
         print(f"{dtype}, {threads} thread(s): peak {peak:.1f} GFLOP/s ({widths}); "
-              f"gemm path {kernels.gemm_isa()}")
+              f"gemm path {kernels.gemm_isa(dtype)}, {tile.mr}x{tile.nr} tile")
         table = Table("numpy", peak, blocks)
         for m, n, k in shapes:
             rng = np.random.default_rng(0)
