@@ -30,6 +30,8 @@
 
 #if defined(__x86_64__)
 #include <immintrin.h>
+
+#define FASTBENCH_AVX512_TARGET "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma"
 #endif
 
 namespace fastbench {
@@ -195,12 +197,66 @@ void transpose_p_block(const float* const* src, std::size_t p, float* out) {
 }
 #endif
 
+#if defined(__x86_64__)
+// Tables of transpose6_words: for output register j (words 16j..16j+15 of a block of 16
+// values of 6 rows) the index of lane l into a row, w / 6 for its word w = 16j + l, and per
+// row i the lanes whose word comes from row i (w % 6 == i).
+struct Transpose6Tables {
+  alignas(64) std::uint32_t index[6][16] = {};
+  std::uint16_t lanes[6][6] = {};
+  constexpr Transpose6Tables() {
+    for (std::size_t j = 0; j < 6; ++j) {
+      for (std::size_t l = 0; l < 16; ++l) {
+        const std::size_t w = 16 * j + l;
+        index[j][l] = static_cast<std::uint32_t>(w / 6);
+        lanes[j][w % 6] = static_cast<std::uint16_t>(lanes[j][w % 6] | (1u << l));
+      }
+    }
+  }
+};
+constexpr Transpose6Tables kTranspose6{};
+
+// 32-bit values [0, n) of 6 rows into p-major order, out[p·6 + i] = src[i][p], 16 values of p
+// at a time in zmm registers: six loads, 36 merge-masked vpermd and six stores per 96 values,
+// where the SSE2 transposes make 24 loads, 48 shuffles and 48 stores. Returns the first p not
+// written. Packs A for the 6-row kernels (float32 on the AVX2 kernel, bf16 pairs as 32-bit
+// words) where AVX-512 is allowed: against the SSE2 transposes alone, bf16 4096×64×4096 ran
+// at 77% of the peak instead of 70% and 1024^3 one point higher; float32 1.01x on
+// 4096×64×4096 and within noise at 256-2048 (one thread, Zen 4, the products of
+// benchmarks/gemm_ablation.py's harness, one process per side, two of each).
+template <class T>
+__attribute__((target(FASTBENCH_AVX512_TARGET))) std::size_t transpose6_words(
+    std::size_t n, const T* const* src, T* out) {
+  static_assert(sizeof(T) == 4, "32-bit values");
+  std::size_t p = 0;
+  for (; p + 16 <= n; p += 16) {
+    __m512i r[6];
+#pragma GCC unroll 6
+    for (std::size_t i = 0; i < 6; ++i) r[i] = _mm512_loadu_si512(src[i] + p);
+#pragma GCC unroll 6
+    for (std::size_t j = 0; j < 6; ++j) {
+      const __m512i index = _mm512_load_si512(kTranspose6.index[j]);
+      __m512i o = _mm512_setzero_si512();
+#pragma GCC unroll 6
+      for (std::size_t i = 0; i < 6; ++i) {
+        o = _mm512_mask_permutexvar_epi32(o, kTranspose6.lanes[j][i], index, r[i]);
+      }
+      _mm512_storeu_si512(out + p * 6 + 16 * j, o);
+    }
+  }
+  return p;
+}
+#endif
+
 // Values [0, kc) of MR full rows into p-major order; returns the first p not written, left to
 // the scalar loop (all of them where no SIMD transpose fits).
 template <std::size_t MR, class T>
 std::size_t pack_full_sliver(std::size_t kc, const T* const* src, T* out) {
   std::size_t p = 0;
 #if defined(__x86_64__)
+  if constexpr (MR == 6 && sizeof(T) == 4) {
+    if (kernel_isa(Isa::avx512) >= Isa::avx512) p = transpose6_words(kc, src, out);
+  }
   if constexpr (MR % 2 == 0) {
     constexpr std::size_t kStep = 16 / sizeof(T);  // values of p in one SSE register
     for (; p + kStep <= kc; p += kStep) transpose_p_block<MR>(src, p, out);
@@ -218,7 +274,7 @@ std::size_t pack_full_sliver(std::size_t kc, const T* const* src, T* out) {
 // The loop runs over p with the sliver's MR rows read side by side and the output written in
 // order: against copying row by row into a stride-MR output, 1.2-1.3x faster on GEMMs whose A
 // dominates (4096×64×4096) and even elsewhere (alternating runs in one process, Zen 3). Full
-// slivers transpose several p at once in SSE registers (pack_full_sliver).
+// slivers transpose several p at once in SSE registers, or zmm ones (pack_full_sliver).
 template <std::size_t MR, class T>
 void pack_a(std::size_t mc, std::size_t kc, const T* a, std::size_t lda, T* out) {
   for (std::size_t i0 = 0; i0 < mc; i0 += MR) {
@@ -502,8 +558,6 @@ struct Avx2Kernel {
     store_tile(R, col0, cols, tile, kNr, alpha, beta, c, ldc);
   }
 };
-
-#define FASTBENCH_AVX512_TARGET "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma"
 
 // MR rows × NV registers of B, MR·NV = 24 accumulators + NV registers of B + one broadcast
 // of A within AVX-512's 32 vector registers: 24 independent chains cover the FMA latency (4

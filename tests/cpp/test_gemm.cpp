@@ -176,7 +176,8 @@ void test_avx512_f32() { test_avx512_dtype<float>(); }
 void test_avx512_f64() { test_avx512_dtype<double>(); }
 
 // float64's ymm tile on the AVX-512 path (6×16: rows and columns past its edges in
-// run_shapes), with B packed in panels and streamed; it names avx512, float32 avx2 beside it.
+// run_shapes), with B packed in panels and streamed; it names avx512, float32 avx2 beside it
+// (the AVX2 kernel, its A packed by the zmm transposes where AVX-512 is allowed).
 void test_ymm_vl_f64() {
   SKIP_UNLESS(have_avx512(), "no AVX-512 on this CPU");
   const YmmTiles ymm;
@@ -185,6 +186,7 @@ void test_ymm_vl_f64() {
   const fb::GemmBlocking d = fb::gemm_blocking(true);
   CHECK(d.mr == 6 && d.nr == 16, d.mr, "x", d.nr);
   run_shapes<double>();
+  run_shapes<float>();
 }
 
 // Restores B streaming for small tiles even when a test body throws.
