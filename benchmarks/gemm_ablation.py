@@ -7,7 +7,7 @@ products skip once one product has filled the packed buffers (FASTBENCH_GEMM_ABL
   full            what fastbench.kernels.gemm (gemm_bf16) runs
   no A packing    A's blocks stay as an earlier product packed them (bf16 on tiles: A is read
                   in place here, as it is for PyTorch's aligned tensors, so this skips nothing)
-  no B packing    B's panels likewise
+  no B packing    B's panels likewise (and the slivers a product of few rows streams)
   no packing      both
   no C            each tile's prefetch and update of C go to a tile-sized scratch in L1 (on
                   tiles: the sums stay in their buffer, C is not written)

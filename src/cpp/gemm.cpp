@@ -913,7 +913,8 @@ void run_unit(const Epoch<P>& e, std::size_t unit, typename P::PackedA* packed_a
 // perf record). Here A's rows are packed once per k block; each NR-column sliver of B is
 // packed in `tiles` pieces of rows, one after each tile of the sliver before it, and each
 // tile's kernel prefetches the rows of B that the piece after it will copy, so those copies
-// read L2. Two sliver buffers alternate (kc×NR each, in L2 beside A's block).
+// read L2 (bf16 packs the k pairs holding a piece's rows). Two sliver buffers alternate
+// (kc×NR each, in L2 beside A's block).
 template <class P>
 void gemm_streamed_b(std::size_t m, std::size_t n, std::size_t k, typename P::Out alpha,
                      const typename P::In* a, std::size_t lda, const typename P::In* b,
@@ -927,7 +928,7 @@ void gemm_streamed_b(std::size_t m, std::size_t n, std::size_t k, typename P::Ou
   const std::size_t slivers = div_up(n, kNr);
   const std::size_t tiles = div_up(m, kMr);
   const std::size_t sliver_values = kNr * P::b_step(kc_max);
-  auto buffers = aligned_buffer<PackedB>(2 * sliver_values);
+  auto buffers = packing_buffer<PackedB>(2 * sliver_values, Packed::b);
   for (std::size_t pc = 0; pc < k; pc += kc_max) {
     const std::size_t kc = std::min(kc_max, k - pc);
     const Out beta_k = pc == 0 ? beta : Out(1);  // later k blocks add to what the first wrote
@@ -935,7 +936,7 @@ void gemm_streamed_b(std::size_t m, std::size_t n, std::size_t k, typename P::Ou
     const std::size_t a_step = P::a_step(kc);
     const std::size_t piece = div_up(kc, tiles);
     P::pack_a_block(m, kc, a + pc, lda, packed_a);
-    P::pack_b_rows(0, kc, std::min(kNr, n), bk, ldb, buffers.get());
+    P::pack_b_rows(0, kc, kc, std::min(kNr, n), bk, ldb, buffers.get());
     for (std::size_t s = 0; s < slivers; ++s) {
       if (interrupt_requested()) return;
       const std::size_t j0 = s * kNr;
@@ -955,7 +956,7 @@ void gemm_streamed_b(std::size_t m, std::size_t n, std::size_t k, typename P::Ou
         P::tile_prefetching(kc, packed_a + t * kMr * a_step, current, alpha, beta_k,
                             c + t * kMr * ldc + j0, ldc, std::min(kMr, m - t * kMr), 0, cols,
                             pf);
-        if (more) P::pack_b_rows(r0, r1, next_cols, next_b, ldb, next);
+        if (more) P::pack_b_rows(r0, r1, kc, next_cols, next_b, ldb, next);
       }
     }
   }
@@ -1203,8 +1204,9 @@ struct FloatGemm {
                    std::size_t ldc, std::size_t rows, std::size_t col0, std::size_t cols) {
     Kernel::run(kc, pa, pb, alpha, beta, c, ldc, rows, col0, cols);
   }
-  static void pack_b_rows(std::size_t r0, std::size_t r1, std::size_t cols, const T* b,
-                          std::size_t ldb, T* out) {
+  static void pack_b_rows(std::size_t r0, std::size_t r1, std::size_t /*kc*/, std::size_t cols,
+                          const T* b, std::size_t ldb, T* out) {
+    if (ablated(kAblatePackB)) return;
     fastbench::pack_b_rows<kNr>(r0, r1, cols, b, ldb, out);
   }
   static void tile_prefetching(std::size_t kc, const T* pa, const T* pb, T alpha, T beta, T* c,
@@ -1341,10 +1343,11 @@ struct Bf16KernelT {
   static constexpr std::size_t kMr = MR;
   static constexpr std::size_t kNr = 16 * NV;
 
+  // With pf, its rows of B (kNr bf16 values each) are prefetched into L2 over the k loop.
   template <std::size_t R>
   __attribute__((target(FASTBENCH_BF16_TARGET))) static void run_rows(
       std::size_t pairs, const std::uint32_t* pa, const std::uint16_t* pb, float alpha,
-      float beta, float* c, std::size_t ldc, std::size_t cols) {
+      float beta, float* c, std::size_t ldc, std::size_t cols, const RowPrefetch* pf) {
     ablate_c(c, ldc, kNr);
     __m512 acc[R][NV];
 #pragma GCC unroll 16
@@ -1355,19 +1358,10 @@ struct Bf16KernelT {
         _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc + 16 * v), _MM_HINT_T0);
       }
     }
-#pragma GCC unroll 2
-    for (std::size_t q = 0; q < pairs; ++q) {
-      __m512bh b[NV];
-#pragma GCC unroll 4
-      for (std::size_t v = 0; v < NV; ++v) b[v] = (__m512bh)_mm512_load_si512(pb + 32 * v);
-#pragma GCC unroll 16
-      for (std::size_t i = 0; i < R; ++i) {
-        const __m512bh a = (__m512bh)_mm512_set1_epi32(static_cast<int>(pa[i]));
-#pragma GCC unroll 4
-        for (std::size_t v = 0; v < NV; ++v) acc[i][v] = _mm512_dpbf16_ps(acc[i][v], a, b[v]);
-      }
-      pa += kMr;
-      pb += 2 * kNr;
+    if (pf != nullptr) {
+      accumulate<R, true>(pairs, pa, pb, acc, pf);
+    } else {
+      accumulate<R, false>(pairs, pa, pb, acc, nullptr);
     }
     const __m512 va = _mm512_set1_ps(alpha);
     if (cols == kNr) {
@@ -1390,14 +1384,39 @@ struct Bf16KernelT {
     store_tile(R, 0, cols, tile, kNr, alpha, beta, c, ldc);
   }
 
+  // The k loop over `pairs` steps into `acc`.
+  template <std::size_t R, bool kPrefetch>
+  __attribute__((target(FASTBENCH_BF16_TARGET), always_inline)) static inline void accumulate(
+      std::size_t pairs, const std::uint32_t* pa, const std::uint16_t* pb, __m512 (&acc)[R][NV],
+      const RowPrefetch* pf) {
+    [[maybe_unused]] RowPrefetcher<kNr * sizeof(std::uint16_t)> fetch(
+        kPrefetch ? *pf : RowPrefetch{}, pairs);
+#pragma GCC unroll 2
+    for (std::size_t q = 0; q < pairs; ++q) {
+      if constexpr (kPrefetch) fetch.step();
+      __m512bh b[NV];
+#pragma GCC unroll 4
+      for (std::size_t v = 0; v < NV; ++v) b[v] = (__m512bh)_mm512_load_si512(pb + 32 * v);
+#pragma GCC unroll 16
+      for (std::size_t i = 0; i < R; ++i) {
+        const __m512bh a = (__m512bh)_mm512_set1_epi32(static_cast<int>(pa[i]));
+#pragma GCC unroll 4
+        for (std::size_t v = 0; v < NV; ++v) acc[i][v] = _mm512_dpbf16_ps(acc[i][v], a, b[v]);
+      }
+      pa += kMr;
+      pb += 2 * kNr;
+    }
+    if constexpr (kPrefetch) fetch.finish();
+  }
+
   template <std::size_t R = 1>
   static void run(std::size_t rows, std::size_t pairs, const std::uint32_t* pa,
                   const std::uint16_t* pb, float alpha, float beta, float* c, std::size_t ldc,
-                  std::size_t cols) {
+                  std::size_t cols, const RowPrefetch* pf = nullptr) {
     if constexpr (R < kMr) {
-      if (rows != R) return run<R + 1>(rows, pairs, pa, pb, alpha, beta, c, ldc, cols);
+      if (rows != R) return run<R + 1>(rows, pairs, pa, pb, alpha, beta, c, ldc, cols, pf);
     }
-    run_rows<R>(pairs, pa, pb, alpha, beta, c, ldc, cols);
+    run_rows<R>(pairs, pa, pb, alpha, beta, c, ldc, cols, pf);
   }
 };
 // 6×64 measured 2-6% faster than 12×32 and 8×48 (Zen 4, n = 1024, one thread), fewer
@@ -1463,33 +1482,51 @@ __attribute__((target(FASTBENCH_BF16_TARGET))) void interleave32(const std::uint
   _mm512_store_si512(dst + 32, _mm512_permutex2var_epi16(x, _mm512_load_si512(kHi), y));
 }
 
+// One pair step of a packed bf16 sliver: columns [0, cols) of rows r0 and r1 (r1 null: zeros,
+// past an odd kc) side by side at `dst`, zeros past cols.
+void pack_b_bf16_step(const std::uint16_t* r0, const std::uint16_t* r1, std::size_t cols,
+                      std::uint16_t* dst) {
+  constexpr std::size_t kNr = Bf16Kernel::kNr;
+  static_assert(kNr % 32 == 0, "a sliver's step is whole interleave32 blocks");
+  if (cols == kNr && r1 != nullptr) {
+    for (std::size_t j = 0; j < kNr; j += 32) interleave32(r0 + j, r1 + j, dst + 2 * j);
+    return;
+  }
+  for (std::size_t j = 0; j < cols; ++j) {
+    dst[2 * j] = r0[j];
+    dst[2 * j + 1] = r1 != nullptr ? r1[j] : 0;
+  }
+  for (std::size_t j = cols; j < kNr; ++j) dst[2 * j] = dst[2 * j + 1] = 0;
+}
+
 // B rows [0, kc) × columns [0, nc) into NR-column slivers of k pairs: sliver s holds, for
 // each pair q, B[2q][j], B[2q+1][j] side by side for its NR columns; zeros past nc and past
 // an odd kc. B is read two rows at a time, each line once.
 void pack_b_bf16(std::size_t kc, std::size_t nc, const std::uint16_t* b, std::size_t ldb,
                  std::uint16_t* out) {
   constexpr std::size_t kNr = Bf16Kernel::kNr;
-  static_assert(kNr % 32 == 0, "a sliver's step is whole interleave32 blocks");
   const std::size_t pairs = div_up(kc, 2);
   const std::size_t slivers = div_up(nc, kNr);
-  const std::size_t full = nc / kNr;
   for (std::size_t q = 0; q < pairs; ++q) {
     const std::uint16_t* r0 = b + 2 * q * ldb;
     const std::uint16_t* r1 = 2 * q + 1 < kc ? r0 + ldb : nullptr;
     for (std::size_t s = 0; s < slivers; ++s) {
-      std::uint16_t* dst = out + (s * pairs + q) * 2 * kNr;
       const std::size_t j0 = s * kNr;
-      if (s < full && r1 != nullptr) {
-        for (std::size_t j = 0; j < kNr; j += 32) interleave32(r0 + j0 + j, r1 + j0 + j, dst + 2 * j);
-        continue;
-      }
-      const std::size_t cols = std::min(kNr, nc - j0);
-      for (std::size_t j = 0; j < cols; ++j) {
-        dst[2 * j] = r0[j0 + j];
-        dst[2 * j + 1] = r1 != nullptr ? r1[j0 + j] : 0;
-      }
-      for (std::size_t j = cols; j < kNr; ++j) dst[2 * j] = dst[2 * j + 1] = 0;
+      pack_b_bf16_step(r0 + j0, r1 != nullptr ? r1 + j0 : nullptr, std::min(kNr, nc - j0),
+                       out + (s * pairs + q) * 2 * kNr);
     }
+  }
+}
+
+// The pairs holding rows [r0, r1) of B (k < kc) of one sliver, `cols` columns real, into the
+// packed sliver `out`: the streamed-B path (gemm_streamed_b) packs a sliver a few rows at a
+// time. A pair that straddles two pieces is packed by both, the same values.
+void pack_b_bf16_rows(std::size_t r0, std::size_t r1, std::size_t kc, std::size_t cols,
+                      const std::uint16_t* b, std::size_t ldb, std::uint16_t* out) {
+  constexpr std::size_t kNr = Bf16Kernel::kNr;
+  for (std::size_t q = r0 / 2; q < div_up(r1, 2); ++q) {
+    const std::uint16_t* row0 = b + 2 * q * ldb;
+    pack_b_bf16_step(row0, 2 * q + 1 < kc ? row0 + ldb : nullptr, cols, out + q * 2 * kNr);
   }
 }
 
@@ -1524,7 +1561,11 @@ struct Bf16Gemm {
   static constexpr std::size_t kKUnit = 2;
   static constexpr bool kShiftColumns = false;
   static constexpr bool kBlockKernel = false;
-  static constexpr std::size_t kStreamMaxRows = 0;
+  // Any tile of one unit of rows (mc, at most 128 slivers) streams B (gemm_streamed_b):
+  // against packing panels, 1.18-1.24x on 64 and 128×4096×1024, 1.05x on 192×2048×1024,
+  // 1.03x on 252×1024×1024 and 1.00x on 128×512×512 (one thread, Zen 4, the products of
+  // benchmarks/gemm_ablation.py's harness, one process per side, two of each at 64 rows).
+  static constexpr std::size_t kStreamMaxRows = 128 * kMr;
   static std::size_t a_step(std::size_t kc) { return div_up(kc, 2); }
   static std::size_t b_step(std::size_t kc) { return 2 * div_up(kc, 2); }
   static void pack_a_block(std::size_t mc, std::size_t kc, const std::uint16_t* a,
@@ -1541,6 +1582,18 @@ struct Bf16Gemm {
                    float beta, float* c, std::size_t ldc, std::size_t rows,
                    std::size_t /*col0: always 0*/, std::size_t cols) {
     Bf16Kernel::run(rows, div_up(kc, 2), pa, pb, alpha, beta, c, ldc, cols);
+  }
+  static void pack_b_rows(std::size_t r0, std::size_t r1, std::size_t kc, std::size_t cols,
+                          const std::uint16_t* b, std::size_t ldb, std::uint16_t* out) {
+    if (ablated(kAblatePackB)) return;
+    pack_b_bf16_rows(r0, r1, kc, cols, b, ldb, out);
+  }
+  static void tile_prefetching(std::size_t kc, const std::uint32_t* pa, const std::uint16_t* pb,
+                               float alpha, float beta, float* c, std::size_t ldc,
+                               std::size_t rows, std::size_t /*col0: always 0*/,
+                               std::size_t cols, const RowPrefetch& pf) {
+    Bf16Kernel::run(rows, div_up(kc, 2), pa, pb, alpha, beta, c, ldc, cols,
+                    pf.rows > 0 ? &pf : nullptr);
   }
   static GemmBlocking blocking() { return bf16_blocking(); }
   static std::size_t panel_columns(std::size_t /*kc*/, std::size_t nc) { return nc; }

@@ -54,9 +54,10 @@ namespace detail {
 // Test hook: cut multi-threaded work into units of a few register tiles whatever their cost
 // (process-wide), so that small products exercise the sharing of units between threads.
 void gemm_small_units(bool on);
-// Test hook: whether tiles of few rows (at most 128 on the zmm kernels, 64 on the AVX2 ones)
-// stream B a sliver at a time (the default) rather than packing whole panels first
-// (process-wide), so that tests cover both nests.
+// Test hook: whether tiles of few rows (at most 128 on the float zmm kernels, 64 on the AVX2
+// ones, one unit of rows on bf16's vdpbf16ps kernel) stream B a sliver at a time (the
+// default) rather than packing whole panels first (process-wide), so that tests cover both
+// nests.
 void gemm_stream_b(bool on);
 // Units of a thread's tile run by another thread since the process started.
 std::uint64_t gemm_units_shared();

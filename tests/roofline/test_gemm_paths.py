@@ -231,6 +231,33 @@ def test_gemm_bf16_vdpbf16ps_path_matches_the_rounded_float_product(m: int, n: i
         _gemm_bf16_against_reference(m, n, k, threads)
 
 
+# bf16's vdpbf16ps kernel streams B for a tile of one unit of rows (at least 4 slivers of 6
+# rows, as many as half of L2 holds): k pieces that split a pair (odd pieces, odd k), several
+# k blocks (1024 each), an edge sliver, and two threads, each streaming its half of the columns.
+BF16_STREAMED = [(64, 1030, 1100), (5, 2049, 513), (24, 130, 7), (100, 200, 2051), (1, 65, 3)]
+
+
+@pytest.mark.skipif(not HAS_BF16, reason="no AVX512_BF16 on this CPU")
+@pytest.mark.parametrize("m,n,k", BF16_STREAMED)
+@pytest.mark.parametrize("threads", [1, 2])
+def test_gemm_bf16_streamed_b_matches_the_panel_nest_exactly(m: int, n: int, k: int,
+                                                            threads: int) -> None:
+    a = kernels.to_bfloat16(RNG.standard_normal((m, k)).astype(np.float32))
+    b = kernels.to_bfloat16(RNG.standard_normal((k, n)).astype(np.float32))
+    c0 = RNG.standard_normal((m, n)).astype(np.float32)
+    with _isa_capped("avx512"):
+        streamed = c0.copy()
+        kernels.gemm_bf16(a, b, streamed, alpha=2.0, beta=0.5, threads=threads)
+        with _panels_only():
+            panels = c0.copy()
+            kernels.gemm_bf16(a, b, panels, alpha=2.0, beta=0.5, threads=threads)
+    # The same kernel sums the same k blocks in the same order either way.
+    assert np.array_equal(streamed, panels)
+    a64, b64 = _bf16_values(a).astype(np.float64), _bf16_values(b).astype(np.float64)
+    _check(streamed, 2.0 * (a64 @ b64) + 0.5 * c0, 2.0 * (np.abs(a64) @ np.abs(b64))
+           + 0.5 * np.abs(c0), k, float(np.finfo(np.float32).eps))
+
+
 # Around the 32x32 tile block and the 32-value chunks of k, past a k sub-block (256), and
 # past a k block (4096: the next block adds to what the first wrote).
 TILE_SHAPES = [(32, 32, 32), (31, 33, 63), (33, 31, 65), (1, 1, 1), (64, 96, 288),
