@@ -976,7 +976,7 @@ void gemm_owned(std::size_t m, std::size_t n, std::size_t k, typename P::Out alp
   using Out = typename P::Out;
   constexpr std::size_t kNr = P::kNr;
   if constexpr (P::kStreamMaxRows > 0) {
-    if (m <= std::min(mu, P::kStreamMaxRows) && n > kNr &&
+    if (m <= std::min(mu, P::kStreamMaxRows) && div_up(n, kNr) >= P::kStreamMinSlivers &&
         g_stream_b.load(std::memory_order_relaxed)) {
       gemm_streamed_b<P>(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, kc_max, packed_a);
       return;
@@ -1189,6 +1189,7 @@ struct FloatGemm {
   static constexpr bool kShiftColumns = true;
   static constexpr bool kBlockKernel = false;
   static constexpr std::size_t kStreamMaxRows = Kernel::kStreamRows;  // 0: never streamed
+  static constexpr std::size_t kStreamMinSlivers = 2;  // tiles with more than one of B
   static std::size_t a_step(std::size_t kc) { return kc; }
   static std::size_t b_step(std::size_t kc) { return kc; }
   static void pack_a_block(std::size_t mc, std::size_t kc, const T* a, std::size_t lda, T* out) {
@@ -1566,6 +1567,11 @@ struct Bf16Gemm {
   // 1.03x on 252×1024×1024 and 1.00x on 128×512×512 (one thread, Zen 4, the products of
   // benchmarks/gemm_ablation.py's harness, one process per side, two of each at 64 rows).
   static constexpr std::size_t kStreamMaxRows = 128 * kMr;
+  // ... of at least 16 slivers of B (961 columns or more): with fewer the gain was at most 3%,
+  // and a tile that streams runs on its own thread alone, never shared with an idle one
+  // (gemm_streamed_b): 256^3 on 2 threads, right after PyTorch's bf16 matmul in the same
+  // process (its threads spin on after it), ran 65 GFLOP/s streamed against 155 in panels.
+  static constexpr std::size_t kStreamMinSlivers = 16;
   static std::size_t a_step(std::size_t kc) { return div_up(kc, 2); }
   static std::size_t b_step(std::size_t kc) { return 2 * div_up(kc, 2); }
   static void pack_a_block(std::size_t mc, std::size_t kc, const std::uint16_t* a,
@@ -1890,6 +1896,7 @@ struct AmxBf16Gemm {
   static constexpr bool kShiftColumns = false;
   static constexpr bool kBlockKernel = true;
   static constexpr std::size_t kStreamMaxRows = 0;
+  static constexpr std::size_t kStreamMinSlivers = 0;
   // packed A: one k sub-block of the unit's rows (the driver sizes it mu × a_step(kc)).
   static std::size_t a_step(std::size_t kc) {
     return std::min(round_up(kc, kAmxChunk), kAmxSubChunks * kAmxChunk);

@@ -231,10 +231,12 @@ def test_gemm_bf16_vdpbf16ps_path_matches_the_rounded_float_product(m: int, n: i
         _gemm_bf16_against_reference(m, n, k, threads)
 
 
-# bf16's vdpbf16ps kernel streams B for a tile of one unit of rows (at least 4 slivers of 6
-# rows, as many as half of L2 holds): k pieces that split a pair (odd pieces, odd k), several
-# k blocks (1024 each), an edge sliver, and two threads, each streaming its half of the columns.
-BF16_STREAMED = [(64, 1030, 1100), (5, 2049, 513), (24, 130, 7), (100, 200, 2051), (1, 65, 3)]
+# bf16's vdpbf16ps kernel streams B for a tile of one unit of rows (as many as half of L2
+# holds) and at least 16 slivers of 64 columns: k pieces that split a pair (odd pieces, odd
+# k), several k blocks (1024 each), an edge sliver, and two threads, each streaming its half
+# of the columns (over 960 each).
+BF16_STREAMED = [(64, 2100, 1100), (5, 2049, 513), (24, 2050, 7), (100, 2100, 2051),
+                 (1, 2049, 3)]
 
 
 @pytest.mark.skipif(not HAS_BF16, reason="no AVX512_BF16 on this CPU")
