@@ -218,7 +218,7 @@ constexpr Transpose6Tables kTranspose6{};
 
 // 32-bit values [0, n) of 6 rows into p-major order, out[p·6 + i] = src[i][p], 16 values of p
 // at a time in zmm registers: six loads, 36 merge-masked vpermd and six stores per 96 values,
-// where the SSE2 transposes make 24 loads, 48 shuffles and 48 stores. Returns the first p not
+// where the SSE2 transposes make 24 loads, 40 shuffles and 32 stores. Returns the first p not
 // written. Packs A for the 6-row kernels (float32 on the AVX2 kernel, bf16 pairs as 32-bit
 // words) where AVX-512 is allowed: against the SSE2 transposes alone, bf16 4096×64×4096 ran
 // at 77% of the peak instead of 70% and 1024^3 one point higher; float32 1.01x on
@@ -696,8 +696,9 @@ using ZmmKernel = std::conditional_t<sizeof(T) == 4, Avx512Kernel<float, 12, 2>,
 // tile in ymm registers, 24 accumulators that the AVX2 kernel's 16 registers cannot hold
 // (it runs 6×8). Against that kernel, with numpy's OpenBLAS timed beside each in one program
 // (benchmarks/gemm_ablation.py's harness, one thread, a 2-vCPU Zen 4 guest): 1.01-1.03x at
-// 2048³ and 256³, 1.08x on 64×4096×1024 and 1.10x on 4096×64×4096, 0.99-1.00x at 512³ and
-// 1024³. Half a load per FMA where the AVX2 kernel makes two thirds, and on C's rows of 16
+// 2048³ and 256³, 1.09x on 64×4096×1024 and 1.11x on 4096×64×4096, 0.98-1.00x at 512³ and
+// 1024³; on two threads, each timed against numpy in its own run, 1.00-1.08x (and 1.23x at
+// 256³, in a wide interval). Half a load per FMA where the AVX2 kernel makes two thirds, and on C's rows of 16
 // KiB at n = 2048, which all fall on one L1 set, two lines a row instead of one. float32
 // stays on the AVX2 kernel there: 6×32 and 4×32 measured 1-5% slower on five of the eight
 // benchmark shapes and faster on 64×4096×1024 alone.
