@@ -248,14 +248,19 @@ __attribute__((target(FASTBENCH_AVX512_TARGET))) std::size_t transpose6_words(
 }
 #endif
 
+// Whether a packing call may use transpose6_words: AVX-512 is allowed now. Read once per
+// packing call, as a kernel reads its ISA once per call.
+bool zmm_transposes() { return kernel_isa(Isa::avx512) >= Isa::avx512; }
+
 // Values [0, kc) of MR full rows into p-major order; returns the first p not written, left to
-// the scalar loop (all of them where no SIMD transpose fits).
+// the scalar loop (all of them where no SIMD transpose fits). `zmm`: zmm_transposes().
 template <std::size_t MR, class T>
-std::size_t pack_full_sliver(std::size_t kc, const T* const* src, T* out) {
+std::size_t pack_full_sliver(std::size_t kc, const T* const* src, T* out,
+                             [[maybe_unused]] bool zmm) {
   std::size_t p = 0;
 #if defined(__x86_64__)
   if constexpr (MR == 6 && sizeof(T) == 4) {
-    if (kernel_isa(Isa::avx512) >= Isa::avx512) p = transpose6_words(kc, src, out);
+    if (zmm) p = transpose6_words(kc, src, out);
   }
   if constexpr (MR % 2 == 0) {
     constexpr std::size_t kStep = 16 / sizeof(T);  // values of p in one SSE register
@@ -277,12 +282,13 @@ std::size_t pack_full_sliver(std::size_t kc, const T* const* src, T* out) {
 // slivers transpose several p at once in SSE registers, or zmm ones (pack_full_sliver).
 template <std::size_t MR, class T>
 void pack_a(std::size_t mc, std::size_t kc, const T* a, std::size_t lda, T* out) {
+  const bool zmm = zmm_transposes();
   for (std::size_t i0 = 0; i0 < mc; i0 += MR) {
     const std::size_t rows = std::min(MR, mc - i0);
     const T* src[MR];
     for (std::size_t i = 0; i < MR; ++i) src[i] = a + (i0 + std::min(i, rows - 1)) * lda;
     if (rows == MR) {
-      for (std::size_t p = pack_full_sliver<MR>(kc, src, out); p < kc; ++p) {
+      for (std::size_t p = pack_full_sliver<MR>(kc, src, out, zmm); p < kc; ++p) {
         for (std::size_t i = 0; i < MR; ++i) out[p * MR + i] = src[i][p];
       }
     } else {
@@ -1277,6 +1283,29 @@ void gemm_with(std::size_t m, std::size_t n, std::size_t k, typename P::Out alph
   });
 }
 
+// A type carried as a value, for with_float_gemm's callback.
+template <class P>
+struct TypeTag {
+  using type = P;
+};
+
+// f(TypeTag<FloatGemm<T, Kernel>>) for the kernel gemm<T> runs now (gemm_tiles): the one
+// place the kernel's type follows from the choice, for the product and its blocking alike.
+template <class T, class F>
+decltype(auto) with_float_gemm(F&& f) {
+#if defined(__x86_64__)
+  switch (gemm_tiles<T>()) {
+    case Tiles::zmm: return f(TypeTag<FloatGemm<T, ZmmKernel<T>>>{});
+    case Tiles::ymm_vl:  // float64 only (gemm_tiles); float32 would run the AVX2 kernel
+      if constexpr (std::is_same_v<T, double>) return f(TypeTag<FloatGemm<T, YmmVlKernel<T>>>{});
+      return f(TypeTag<FloatGemm<T, Avx2Kernel<T>>>{});
+    case Tiles::avx2: return f(TypeTag<FloatGemm<T, Avx2Kernel<T>>>{});
+    case Tiles::portable: break;
+  }
+#endif
+  return f(TypeTag<FloatGemm<T, PortableKernel<T>>>{});
+}
+
 template <class T>
 void gemm_impl(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a, std::size_t lda,
                const T* b, std::size_t ldb, T beta, T* c, std::size_t ldc, int threads) {
@@ -1288,32 +1317,10 @@ void gemm_impl(std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a,
     return;
   }
   check_no_overlap(m, n, k, a, lda, b, ldb, c, ldc);
-#if defined(__x86_64__)
-  switch (gemm_tiles<T>()) {
-    case Tiles::zmm:
-      gemm_with<FloatGemm<T, ZmmKernel<T>>>(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc,
-                                            nthreads);
-      break;
-    case Tiles::ymm_vl:
-      if constexpr (std::is_same_v<T, double>) {
-        gemm_with<FloatGemm<T, YmmVlKernel<T>>>(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc,
-                                                nthreads);
-        break;
-      }
-      [[fallthrough]];  // not reached: float32 never runs ymm_vl tiles
-    case Tiles::avx2:
-      gemm_with<FloatGemm<T, Avx2Kernel<T>>>(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc,
-                                             nthreads);
-      break;
-    case Tiles::portable:
-      gemm_with<FloatGemm<T, PortableKernel<T>>>(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc,
-                                                 nthreads);
-      break;
-  }
-#else
-  gemm_with<FloatGemm<T, PortableKernel<T>>>(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc,
-                                             nthreads);
-#endif
+  with_float_gemm<T>([&](auto policy) {
+    gemm_with<typename decltype(policy)::type>(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc,
+                                               nthreads);
+  });
   throw_if_interrupted("gemm");
 }
 
@@ -1434,6 +1441,7 @@ void pack_a_bf16(std::size_t mc, std::size_t kc, const std::uint16_t* a, std::si
   constexpr std::size_t kMr = Bf16Kernel::kMr;
   const std::size_t full = kc / 2;  // pairs with both values
   const std::size_t pairs = div_up(kc, 2);
+  const bool zmm = zmm_transposes();
   for (std::size_t i0 = 0; i0 < mc; i0 += kMr) {
     const std::size_t rows = std::min(kMr, mc - i0);
     const std::uint16_t* src[kMr];
@@ -1446,7 +1454,7 @@ void pack_a_bf16(std::size_t mc, std::size_t kc, const std::uint16_t* a, std::si
       // the time (one thread, Zen 4).
       const float* words[kMr];
       for (std::size_t i = 0; i < kMr; ++i) words[i] = reinterpret_cast<const float*>(src[i]);
-      q = pack_full_sliver<kMr>(full, words, reinterpret_cast<float*>(out));
+      q = pack_full_sliver<kMr>(full, words, reinterpret_cast<float*>(out), zmm);
     }
     for (; q < full; ++q) {
       for (std::size_t i = 0; i < kMr; ++i) {
@@ -2001,22 +2009,10 @@ const char* gemm_isa(bool f64) {
   return isa_name(tiles_isa(f64 ? gemm_tiles<double>() : gemm_tiles<float>()));
 }
 
-namespace {
-template <class T>
-GemmBlocking blocking_of() {
-#if defined(__x86_64__)
-  switch (gemm_tiles<T>()) {
-    case Tiles::zmm: return FloatGemm<T, ZmmKernel<T>>::blocking();
-    case Tiles::ymm_vl: return FloatGemm<T, YmmVlKernel<T>>::blocking();
-    case Tiles::avx2: return FloatGemm<T, Avx2Kernel<T>>::blocking();
-    case Tiles::portable: break;
-  }
-#endif
-  return FloatGemm<T, PortableKernel<T>>::blocking();
+GemmBlocking gemm_blocking(bool f64) {
+  const auto blocking = [](auto policy) { return decltype(policy)::type::blocking(); };
+  return f64 ? with_float_gemm<double>(blocking) : with_float_gemm<float>(blocking);
 }
-}  // namespace
-
-GemmBlocking gemm_blocking(bool f64) { return f64 ? blocking_of<double>() : blocking_of<float>(); }
 
 namespace detail {
 void gemm_small_units(bool on) { g_small_units.store(on, std::memory_order_relaxed); }

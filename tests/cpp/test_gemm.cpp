@@ -34,22 +34,23 @@ namespace {
 bool have_avx2() { return fb::best_isa() >= fb::Isa::avx2; }
 bool have_avx512() { return fb::best_isa() >= fb::Isa::avx512; }
 
-// Runs the zmm kernels for one scope even on a core whose 512-bit FMAs run at half rate.
-struct ZmmKernels {
-  ZmmKernels() { fb::detail::gemm_zmm_at_half_rate(true); }
-  ~ZmmKernels() { fb::detail::gemm_zmm_at_half_rate(false); }
-  ZmmKernels(const ZmmKernels&) = delete;
-  ZmmKernels& operator=(const ZmmKernels&) = delete;
+// A process-wide gemm test hook set to `On` for one scope and back to !On after it, even when
+// the test body throws.
+template <void (*Set)(bool), bool On>
+struct ScopedHook {
+  ScopedHook() { Set(On); }
+  ~ScopedHook() { Set(!On); }
+  ScopedHook(const ScopedHook&) = delete;
+  ScopedHook& operator=(const ScopedHook&) = delete;
 };
 
-// Runs, for one scope, the kernels a half-rate-zmm core (Zen 4) runs on the AVX-512 path on
-// any AVX-512 core: float64's 6×16 ymm tile (AVX-512VL), float32's AVX2 kernel.
-struct YmmTiles {
-  YmmTiles() { fb::detail::gemm_ymm_tiles(true); }
-  ~YmmTiles() { fb::detail::gemm_ymm_tiles(false); }
-  YmmTiles(const YmmTiles&) = delete;
-  YmmTiles& operator=(const YmmTiles&) = delete;
-};
+// The zmm kernels, even on a core whose 512-bit FMAs run at half rate.
+using ZmmKernels = ScopedHook<fb::detail::gemm_zmm_at_half_rate, true>;
+// The kernels a half-rate-zmm core (Zen 4) runs on the AVX-512 path, on any AVX-512 core:
+// float64's 6×16 ymm tile (AVX-512VL), float32's AVX2 kernel.
+using YmmTiles = ScopedHook<fb::detail::gemm_ymm_tiles, true>;
+// The Goto nest (whole B panels packed first) even for tiles of few rows.
+using PanelsOnly = ScopedHook<fb::detail::gemm_stream_b, false>;
 
 struct Shape {
   std::size_t m, n, k;
@@ -189,13 +190,6 @@ void test_ymm_vl_f64() {
   run_shapes<float>();
 }
 
-// Restores B streaming for small tiles even when a test body throws.
-struct PanelsOnly {
-  PanelsOnly() { fb::detail::gemm_stream_b(false); }
-  ~PanelsOnly() { fb::detail::gemm_stream_b(true); }
-  PanelsOnly(const PanelsOnly&) = delete;
-  PanelsOnly& operator=(const PanelsOnly&) = delete;
-};
 
 // Shapes of few rows stream B by default (at most 128 rows on the zmm kernels, 64 on the
 // AVX2 ones); with streaming off they take the Goto nest, which must stay right for them too.
