@@ -386,7 +386,7 @@ def test_a_verdict_the_correction_takes_back_says_so() -> None:
     # log 1.04], clear of 1: "faster" on its own. A second candidate with p = 1 makes Holm's
     # correction double the smaller p to 0.0771 >= 0.05: no verdict, and the table must say
     # why its interval still lies clear of 1.
-    from fastbench.comparison import _corrected
+    from fastbench.comparison.judging import _corrected
 
     base = np.full(12, 1040.0)
     fast = np.array([1000.0] * 10 + [1050.4] * 2)
@@ -538,7 +538,9 @@ def test_compare_measurements_of_single_runs_without_a_known_variation_cannot_te
     c = compare_measurements(_synthetic(BASE), {"cand": _synthetic(SLOWER)})
     assert c.verdicts == {"cand": "cannot tell"}
     assert "run-to-run variation on this machine unknown" in str(c)
-    assert "measure with processes=5" in str(c)
+    assert "save another result of each version" in str(c)
+    assert "`fastbench variation`" in str(c)
+    assert "identity unknown for the baseline and candidate" in str(c)  # built by hand
 
 
 def test_compare_measurements_leaves_out_interference_phases() -> None:
@@ -638,18 +640,23 @@ def test_compare_rounds_beyond_two_to_the_forty_name_the_argument() -> None:
 
 
 def test_separate_workers_that_find_nothing_name_the_pairing_that_could() -> None:
-    from fastbench.comparison import _with_rounds_hint
+    from fastbench.comparison.judging import _with_rounds_hint
 
     def runs(scale: float) -> Measurement:
         return Measurement.from_runs([_synthetic(BASE * scale * f)
                                       for f in (1.0, 1.02, 0.99, 1.01, 0.98)])
 
     base = runs(1.0)
-    same = compare_measurements(base, {"same": runs(1.001)}).results["same"]
-    slower = compare_measurements(base, {"slow": runs(1.5)}).results["slow"]
+    # How whole results vary here, as replicates of identical code would teach it.
+    same = compare_measurements(base, {"same": runs(1.001)}, run_variation=0.01).results["same"]
+    slower = compare_measurements(base, {"slow": runs(1.5)}, run_variation=0.01).results["slow"]
     assert (same.verdict, slower.verdict) == (NO_DIFF, "slower")
+    # Without it, results measured apart cannot be told apart, however their runs agree.
+    unknown = compare_measurements(base, {"slow": runs(1.5)}).results["slow"]
+    assert unknown.verdict == "cannot tell"
     # Saved results of several runs that find nothing point to the paired design.
     assert "--pairing rounds" in same.warnings[-1] and "one invocation" in same.warnings[-1]
+    assert "--versions" in same.warnings[-1]
     assert not any("--pairing rounds" in w for w in slower.warnings)
     hinted = _with_rounds_hint(same)
     assert hinted.warnings[:-1] == same.warnings
@@ -659,3 +666,26 @@ def test_separate_workers_that_find_nothing_name_the_pairing_that_could() -> Non
     single = compare_measurements(_synthetic(BASE), {"same": _synthetic(BASE * 1.001)},
                                   run_variation=0.03).results["same"]
     assert not any("--pairing rounds" in w for w in single.warnings)
+
+
+def test_the_first_variant_is_the_baseline_by_default() -> None:
+    """As the tour writes it: compare({"a": f, "b": g}) judges b against a (pyperf's order,
+    and the course's baseline_time / optimized_time)."""
+    data = list(range(200))
+    c = compare({"a": lambda: sorted(data), "b": lambda: sorted(data, reverse=True)},
+                rounds=8, min_time_s=0.0005)
+    assert c.baseline == "a" and list(c.results) == ["b"]
+    with pytest.raises(ValueError, match="baseline 'z' is not among the variants"):
+        compare({"a": len, "b": len}, baseline="z", rounds=6)
+
+
+def test_a_corrected_p_never_turns_cannot_tell_into_a_verdict() -> None:
+    """Holm over two candidates recomputes each verdict from its corrected p; one that could
+    not be told (no variation known for separate results) stays "cannot tell"."""
+    def runs(scale: float) -> Measurement:
+        return Measurement.from_runs([_synthetic(BASE * scale * f)
+                                      for f in (1.0, 1.02, 0.99, 1.01, 0.98)])
+
+    c = compare_measurements(runs(1.0), {"same": runs(1.001), "slow": runs(1.5)})
+    assert c.verdicts == {"same": "cannot tell", "slow": "cannot tell"}
+    assert all(r.speedup_ci is None for r in c.results.values())

@@ -26,7 +26,8 @@ PUBLIC = {
         FastbenchError InstructionComparison Measurement ResultsFileError Timer WorkerError
         __version__ analysis clocks compare compare_instruction_counts compare_measurements
         counters importable kernels load load_any measure memory results roofline save stats
-        timeit amdahl profile profiling sample suite""",
+        timeit amdahl profile profiling sample suite compare_versions gate GateResult
+        Identity""",
     "fastbench.suite": """DEFAULT_WATTS_PER_CORE KINDS OBJECTIVES BatchSweep CorePowerModel Energy
         EnergyMeter EnergySource Latency MemoryFigures MetricValue Normalized OfflineResult
         ParameterSweep PowerLawFit RateSearch ServerResult SingleStreamResult Speedup

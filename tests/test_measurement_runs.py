@@ -5,6 +5,7 @@ compare_measurements judging separate runs by run-level statistics."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -107,13 +108,19 @@ def test_separate_single_runs_need_a_difference_beyond_the_run_variation() -> No
     assert c.verdicts == {"b": "cannot tell"} and c.results["b"].run_variation == 0.05
 
 
-def test_several_runs_per_side_are_judged_by_their_spread() -> None:
+def test_several_runs_per_side_are_judged_by_their_spread(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FASTBENCH_CACHE_DIR", str(tmp_path))  # no variation measured here
     base = Measurement.from_runs([_run(x, i) for i, x in enumerate(LEVELS)])
     same = Measurement.from_runs([_run(x * 1.002, 10 + i) for i, x in enumerate(LEVELS[::-1])])
     slow = Measurement.from_runs([_run(x * 1.15, 20 + i) for i, x in enumerate(LEVELS)])
-    c = compare_measurements(base, {"same": same, "slow": slow})
+    # Invocations known to move no more than their runs show (run_variation=0): the runs
+    # decide. Without any such knowledge results measured apart cannot be told apart.
+    c = compare_measurements(base, {"same": same, "slow": slow}, run_variation=0.0)
     assert c.verdicts == {"same": "no significant difference", "slow": "slower"}
     assert {r.level for r in c.results.values()} == {"runs"}
+    unknown = compare_measurements(base, {"same": same, "slow": slow})
+    assert unknown.verdicts == {"same": "cannot tell", "slow": "cannot tell"}
 
 
 # -- processes the host slowed from start to end ---------------------------------------------
@@ -166,7 +173,10 @@ def test_saved_results_of_five_processes_with_slowed_processes_keep_their_verdic
         a = _slowed_runs(rng, 1000.0, 5, 1000 * t, 0.15)
         same = _slowed_runs(rng, 1000.0, 5, 1000 * t + 100, 0.15)
         slow = _slowed_runs(rng, 1100.0, 5, 1000 * t + 200, 0.15)
-        c = compare_measurements(a, {"same": same, "slow": slow}, correction="none")
+        # Invocations that move no more than their runs (run_variation=0): what is tested
+        # here is how slowed processes are left out of each side.
+        c = compare_measurements(a, {"same": same, "slow": slow}, correction="none",
+                                 run_variation=0.0)
         wrong += c.verdicts["same"] in ("slower", "faster")
         found += c.verdicts["slow"] == "slower"
     assert wrong <= sps.binom.ppf(0.9999, trials, 0.05)

@@ -20,10 +20,11 @@ except ImportError as exc:  # pragma: no cover - exercised only on a broken inst
 # (tests/test_layout.py imports every module first in a fresh interpreter).
 from . import analysis, counters, kernels, memory, profiling, results, roofline, stats, suite
 from .timing.clocks import ClockSpec, ClockTable, clocks
-from .comparison import (Comparison, InstructionComparison, compare, compare_instruction_counts,
-                         compare_measurements)
+from .comparison import (Comparison, GateResult, InstructionComparison, compare,
+                         compare_instruction_counts, compare_measurements, compare_versions, gate)
 from .counters import CountersUnavailable
 from .errors import ClockUnavailable, FastbenchError
+from .identity import Identity
 from .measurement import Measurement
 from .profiling import amdahl, profile, sample
 from .results import ResultsFileError, load, load_any, save
@@ -36,6 +37,8 @@ __all__ = [
     "Comparison",
     "CountersUnavailable",
     "FastbenchError",
+    "GateResult",
+    "Identity",
     "InstructionComparison",
     "Measurement",
     "ResultsFileError",
@@ -48,7 +51,9 @@ __all__ = [
     "compare",
     "compare_instruction_counts",
     "compare_measurements",
+    "compare_versions",
     "counters",
+    "gate",
     "importable",
     "kernels",
     "load",

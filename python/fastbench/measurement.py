@@ -16,6 +16,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .counters import SampleCounts
+from .identity import Identity
 from .memory import CallMemory
 from .report.warnings import WarningRecord
 from .stats import Summary, median_ci, summarize
@@ -36,6 +37,10 @@ INTERFERENCE_WARN_SHIFT = 0.01
 # (relative standard deviation between runs).
 RUN_SPREAD_WARN = 0.03
 
+# Warnings of single runs that a result of several keeps (the others it finds again from
+# the samples of all of them).
+_CARRIED_CODES = frozenset({"version-import"})
+
 # Every warning a Measurement can carry: its code, its severity and how its sentence begins
 # (those of fastbench.stats.summarize included). Each warning is coded where it is written;
 # this table codes them again when a results file is read, since files keep the text alone
@@ -54,6 +59,7 @@ _WARNING_KINDS: tuple[tuple[str, str, re.Pattern[str]], ...] = (
      re.compile(r"the body costs no more than the call floor's noise ")),
     ("run-spread", "warning", re.compile(r"runs disagree: ")),
     ("disturbed-runs", "info", re.compile(r"disturbed processes: ")),
+    ("version-import", "warning", re.compile(r"version import: ")),
 )
 
 
@@ -116,18 +122,23 @@ class Measurement:
     run_variation : float or None
         How much separate runs of the same code vary on this machine (relative standard
         deviation of their medians), as known when the measurement was taken: learned from
-        at least 3 saved runs of this workload (the run log), else measured by ``fastbench
-        variation`` or given; None when unknown. Reports and comparisons of a single-run
+        at least 3 saved replicates of its identity (:mod:`fastbench.replicates`), else
+        measured by ``fastbench variation`` or given; None when unknown. Reports and comparisons of a single-run
         result use it.
     run_variation_df : int or None
         Degrees of freedom of ``run_variation`` (the processes it was measured with, minus
         one); None for a value given without them.
     workload : str
-        What was measured, as a key: a hash of the statement and setup, or of the
-        callable's module, qualified name, first line and argument types. Single-run
-        results of one workload saved on a machine feed its run log
-        (:mod:`fastbench.machine.runlog`), from which comparisons learn how much its runs
-        vary; "" when unknown (another tool's file).
+        Which benchmark this is, as a key that stays the same across versions of the code:
+        a hash of the statement and setup, or of the callable's module, qualified name and
+        argument types; "" when unknown (another tool's file).
+    identity : Identity or None
+        What makes it this code (:class:`fastbench.identity.Identity`): the hash of the
+        code and of the argument values, the git commit and uncommitted changes, the
+        versions of Python, fastbench and the packages used. Results of equal
+        ``identity.key`` saved on one machine are replicates (:mod:`fastbench.machine.runlog`),
+        from which comparisons learn how much whole results of that code vary; None when
+        not known (another tool's file, an older one).
 
     Notes
     -----
@@ -161,6 +172,7 @@ class Measurement:
     run_variation_df: int | None = None
     workload: str = ""
     clock_resolution_ns: float = 0.0
+    identity: Identity | None = None
     # Figures computed from the fields above, filled on first use. Not an __init__ argument,
     # so dataclasses.replace() gives the copy an empty cache of its own: a shared one would
     # report the original's figures for the new samples, and fill the original's with the
@@ -357,6 +369,7 @@ class Measurement:
             "run_variation_df": self.run_variation_df,
             "workload": self.workload,
             "clock_resolution_ns": self.clock_resolution_ns,
+            "identity": None if self.identity is None else self.identity.to_dict(),
         }
 
     @classmethod
@@ -418,17 +431,21 @@ class Measurement:
             run_variation_df=None if variation_df is None else int(variation_df),
             workload=str(data.get("workload", "")),
             clock_resolution_ns=float(data.get("clock_resolution_ns", 0.0)),
+            identity=None if data.get("identity") is None else Identity.from_dict(data["identity"]),
         )
 
     @classmethod
-    def from_runs(cls, runs: Sequence[Measurement], name: str | None = None) -> Measurement:
+    def from_runs(cls, runs: Sequence[Measurement], name: str | None = None,
+                  identity: Identity | None = None) -> Measurement:
         """One Measurement of several independent runs (worker processes) of the same code.
 
         The samples are concatenated in run order and ``run_lengths`` / ``run_loops`` say
         which run took which; ``median_ns`` and ``median_ci_ns`` are then run-level figures
         (see the class notes). The floors are the medians over the runs, the elapsed time
         and calibration trials their sums; counters and memory come from the first run;
-        the stop reason is "max_time_s" if a budget ended any run.
+        the stop reason is "max_time_s" if a budget ended any run; the identity is
+        ``identity`` when given (the parent's, which started the workers), else the first
+        run's.
 
         Raises
         ------
@@ -468,8 +485,13 @@ class Measurement:
             run_variation_df=first.run_variation_df,
             workload=first.workload,
             clock_resolution_ns=max(r.clock_resolution_ns for r in runs),
+            identity=first.identity if identity is None else identity,
         )
-        return replace(m, warnings=measurement_warnings(m))
+        # A run's own statistics are summed up again; what a run found about its setting
+        # (where a version's code came from) is the whole result's.
+        carried = dict.fromkeys(w for r in runs for w in r.warnings
+                                if getattr(w, "code", "") in _CARRIED_CODES)
+        return replace(m, warnings=(*measurement_warnings(m), *carried))
 
     def __str__(self) -> str:
         rel = self.rel_ci

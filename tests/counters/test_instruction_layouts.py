@@ -19,7 +19,7 @@ import pytest
 
 import _instruction_workloads as work  # tests/ is on sys.path: pytest's rootdir-relative import
 import fastbench
-from fastbench import comparison
+from fastbench.comparison import interleaved as comparison
 from fastbench.counters import InstructionCount
 from fastbench.timing import callables, statement
 

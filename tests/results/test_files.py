@@ -73,7 +73,7 @@ def test_file_layout(tmp_path: Path) -> None:
     doc = json.loads(path.read_text(encoding="utf-8"))
     assert list(doc) == ["schema_version", "kind", "fastbench_version", "created", "machine",
                          "data"]
-    assert doc["schema_version"] == results.SCHEMA_VERSION == 2
+    assert doc["schema_version"] == results.SCHEMA_VERSION == 3
     assert doc["kind"] == "measurements"
     assert doc["fastbench_version"] == fastbench.__version__
     created = datetime.fromisoformat(doc["created"])
@@ -87,7 +87,7 @@ def test_load_file_returns_metadata(tmp_path: Path) -> None:
     results.save(synthetic(), path)
     loaded = results.load_file(path)
     assert loaded.kind == "measurement"
-    assert loaded.schema_version == 2
+    assert loaded.schema_version == 3
     assert loaded.fastbench_version == fastbench.__version__
     assert loaded.machine["cpu_model"] == results.machine_metadata()["cpu_model"]
     assert_same(loaded.obj, synthetic())
@@ -371,10 +371,10 @@ def test_other_schema_version(saved: Path) -> None:
         results.load(path)
     assert str(info.value) == (
         f"{path} was written by schema version 7 (fastbench 9.0); this fastbench reads "
-        "versions 1 to 2; upgrade fastbench to read it"
+        "versions 1 to 3; upgrade fastbench to read it"
     )
     for bad in ("1", 1.5, True, None, 0, -1):
-        with pytest.raises(ResultsFileError, match="schema version .*reads versions 1 to 2$"):
+        with pytest.raises(ResultsFileError, match="schema version .*reads versions 1 to 3$"):
             results.load(edited(saved, "bad.json", schema_version=bad))
 
 

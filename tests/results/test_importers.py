@@ -258,5 +258,5 @@ def test_load_any_reads_fastbench(tmp_path: Path) -> None:
 
 
 def test_load_any_reports_fastbench_errors(saved: Path) -> None:
-    with pytest.raises(ResultsFileError, match="schema version 3"):
-        results.load_any(edited(saved, "v3.json", schema_version=3))
+    with pytest.raises(ResultsFileError, match="schema version 4"):
+        results.load_any(edited(saved, "v4.json", schema_version=4))

@@ -258,7 +258,7 @@ def test_a_crash_names_the_signal_and_quotes_the_python_stack() -> None:
 def test_a_worker_past_its_timeout_is_killed_with_its_children(tmp_path: Path) -> None:
     path = tmp_path / "pids"
     # Long enough for the worker to start and reach the workload on a loaded machine.
-    with pytest.raises(WorkerError, match=r"did not finish within timeout_s=6 s") as info:
+    with pytest.raises(WorkerError, match=r"did not finish within worker_timeout_s=6 s") as info:
         run_workers(callable_job(work.hang, (str(path),), options=QUICK), 2, timeout_s=6)
     assert (info.value.status, info.value.index) == ("timeout", 0)
     assert "in hang" in info.value.stderr  # the stack faulthandler printed before the kill

@@ -16,13 +16,13 @@ import sys
 from typing import Sequence
 
 from ..errors import FastbenchError
-from .compare import EXIT_SLOWER
+from .compare import EXIT_SLOWER, EXIT_UNDECIDED
 from .output import StdoutClosed, flush
 from .parser import build_parser
 from .stat import EXIT_NOT_FOUND
 
 __all__ = ["EXIT_BROKEN_PIPE", "EXIT_INTERRUPTED", "EXIT_NOT_FOUND", "EXIT_SLOWER",
-           "build_parser", "main"]
+           "EXIT_UNDECIDED", "build_parser", "main"]
 
 # Exit status after Ctrl-C (128 + SIGINT, the shell's convention)
 EXIT_INTERRUPTED = 130
@@ -35,7 +35,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line with ``argv`` (default: ``sys.argv[1:]``); returns the exit
     status: 0 on success, 1 on an error, 2 without a command or on a usage error (argparse
     exits with it), 130 after Ctrl-C, 141 when the reader of stdout went away (nothing is
-    printed then), or the command's own status (see EXIT_SLOWER, EXIT_NOT_FOUND)."""
+    printed then), or the command's own status (see EXIT_SLOWER, EXIT_UNDECIDED,
+    EXIT_NOT_FOUND)."""
     try:
         try:
             return _run(argv)

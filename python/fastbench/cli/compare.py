@@ -1,6 +1,8 @@
 """`fastbench compare`: saved results files against a baseline file (matched by benchmark
-name), or statements measured in interleaved rounds; exits EXIT_SLOWER when --fail-slower
-finds a significant slowdown.
+name), statements measured in interleaved rounds (--run), or a statement in several versions
+of the code (--versions); then the gate (fastbench.comparison.gate) decides the exit status:
+EXIT_SLOWER when --fail-slower finds a significant slowdown, EXIT_UNDECIDED under --strict
+when it cannot judge a candidate. --json writes every verdict as data.
 """
 
 from __future__ import annotations
@@ -10,29 +12,41 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from ..comparison import (Comparison, InstructionComparison, compare,
-                          compare_instruction_counts, compare_measurements)
+from ..comparison import (EXIT_SLOWER, EXIT_UNDECIDED, Comparison, InstructionComparison,
+                          compare, compare_instruction_counts, compare_measurements,
+                          compare_versions, gate)
 from ..counters import InstructionCount
 from ..measurement import Measurement
 from ..report.text import comparison_lines, instruction_comparison_lines
+from ..report.progress import progress_bar
 from ..results import ResultsFileError, load, load_any, save
 from ..results.kinds import unique_name
+from ..results.verdicts import verdicts_document, write_verdicts
 from .output import out
 
-__all__ = ["EXIT_SLOWER", "cmd_compare"]
+__all__ = ["EXIT_SLOWER", "EXIT_UNDECIDED", "cmd_compare", "parse_version_args"]
 
-# Exit status of `compare` when a significant slowdown beyond --fail-slower was found
-# (1 is any error, nothing compared included; 2 a usage error, such as --fail-slower nan).
-EXIT_SLOWER = 3
+# Workers per version of `compare --versions` when --processes is not given.
+VERSION_PROCESSES = 10
 
 
-def _slowdowns(comparisons: Sequence[Comparison | InstructionComparison],
-               fail_slower: float | None) -> list[str]:
-    """Candidates found significantly slower by more than ``fail_slower`` percent."""
-    if fail_slower is None:
-        return []
-    return [f"{name} ({r.rel_diff_pct:+.2f}%)" for c in comparisons for name, r in c.results.items()
-            if r.verdict == "slower" and r.rel_diff_pct > fail_slower]
+def parse_version_args(items: Sequence[str]) -> dict[str, str]:
+    """``NAME=SPEC`` arguments as a mapping, in order.
+
+    Raises
+    ------
+    ValueError
+        An item without ``=``, an empty name or spec, a name given twice.
+    """
+    versions: dict[str, str] = {}
+    for item in items:
+        name, eq, spec = item.partition("=")
+        if not eq or not name or not spec:
+            raise ValueError(f"--versions takes NAME=SPEC (main=git:main, pr=.), got {item!r}")
+        if name in versions:
+            raise ValueError(f"--versions names {name!r} twice")
+        versions[name] = spec
+    return versions
 
 
 def _saved_counts(paths: Sequence[str]) -> dict[str, InstructionCount] | None:
@@ -105,55 +119,83 @@ def _file_comparisons(paths: Sequence[str], args: argparse.Namespace) -> list[Co
     return found_all
 
 
-def cmd_compare(args: argparse.Namespace) -> int:
+def _versions_comparison(args: argparse.Namespace) -> Comparison:
+    """compare --versions: one statement in several versions of the code."""
+    if args.files:
+        raise ValueError("give either result files or --versions with --run, not both")
+    if not args.run or len(args.run) != 1:
+        raise ValueError("--versions measures one statement: give it with --run STMT "
+                         "(and its imports with -s SETUP)")
+    if args.metric != "time" or args.pairing != "workers":
+        raise ValueError("--versions measures time, pairing the versions' workers (--design "
+                         "chooses how); --metric and --pairing do not apply")
+    return compare_versions(
+        parse_version_args(args.versions), args.run[0], "\n".join(args.setup) or "pass",
+        processes=VERSION_PROCESSES if args.processes is None else args.processes,
+        design=args.design, install=args.install, min_time_s=args.min_time,
+        max_time_s=args.max_time, clock=args.clock, alpha=args.alpha,
+        min_effect=args.min_effect, correction=args.correction,
+        progress=progress_bar(sys.stderr, "versions"))
+
+
+def _comparisons(args: argparse.Namespace) -> tuple[list[Comparison | InstructionComparison], str]:
+    """What the command line asks to compare, compared; and what it was ("files", "run",
+    "versions")."""
     tolerance = args.tolerance / 100.0
     comparisons: list[Comparison | InstructionComparison]
+    if args.versions:
+        return [_versions_comparison(args)], "versions"
+    if args.design != "auto" or args.install is not None:
+        raise ValueError("--design and --install go with --versions")
     if args.run and args.metric == "instructions":
         if args.pairing != "workers":
             raise ValueError("--metric instructions does not take --pairing: each statement "
                              "is counted in processes of its own")
         variants = {f"[{i}] {stmt}": stmt for i, stmt in enumerate(args.run)}
-        ic = compare(variants, baseline=next(iter(variants)), metric="instructions",
-                     tolerance=tolerance, setup="\n".join(args.setup) or "pass",
-                     processes=args.processes)
+        ic = compare(variants, metric="instructions", tolerance=tolerance,
+                     setup="\n".join(args.setup) or "pass", processes=args.processes)
         comparisons = [ic]
         if args.output is not None:
             save(ic, args.output)
-    elif args.run:
+        return comparisons, "run"
+    if args.run:
         if args.files:
             raise ValueError("give either result files or --run statements, not both")
         if len(args.run) < 2:
-            raise ValueError("--run needs at least two statements")
+            raise ValueError("--run needs at least two statements (or one with --versions)")
         variants = {f"[{i}] {stmt}": stmt for i, stmt in enumerate(args.run)}
         setup = "\n".join(args.setup) or "pass"
-        c = compare(variants, baseline=next(iter(variants)), rounds=args.rounds,
-                    min_time_s=args.min_time, max_time_s=args.max_time, clock=args.clock,
-                    alpha=args.alpha, min_effect=args.min_effect, correction=args.correction,
-                    setup=setup, globals={}, processes=args.processes,
-                    pairing=args.pairing)
-        comparisons = [c]
+        c = compare(variants, rounds=args.rounds, min_time_s=args.min_time,
+                    max_time_s=args.max_time, clock=args.clock, alpha=args.alpha,
+                    min_effect=args.min_effect, correction=args.correction, setup=setup,
+                    globals={}, processes=args.processes, pairing=args.pairing)
         if args.output is not None:
             save(c, args.output)
-    else:
-        if args.processes is not None:
-            raise ValueError("--processes measures --run statements; saved files hold the runs "
-                             "they were measured with (fastbench timeit --processes N -o FILE)")
-        if args.pairing != "workers":
-            raise ValueError("--pairing goes with --run --processes N; saved files were "
-                             "measured apart")
-        if len(args.files) < 2:
-            raise ValueError("compare needs a baseline file and at least one candidate file "
-                             "(or --run STMT STMT ...)")
-        if args.output is not None:  # before anything is loaded, rather than not saving
-            raise ValueError("-o saves the comparison of --run statements; a comparison of "
-                             "saved files is not saved (the files hold its inputs)")
-        counts = _saved_counts(args.files)
-        if counts is None:
-            comparisons = list(_file_comparisons(args.files, args))
-        else:
-            (base_name, base), *rest = counts.items()
-            comparisons = [compare_instruction_counts(base, dict(rest), baseline_name=base_name,
-                                                      tolerance=tolerance)]
+        return [c], "run"
+    if args.processes is not None:
+        raise ValueError("--processes measures --run statements; saved files hold the runs "
+                         "they were measured with (fastbench timeit --processes N -o FILE)")
+    if args.pairing != "workers":
+        raise ValueError("--pairing goes with --run --processes N; saved files were "
+                         "measured apart")
+    if len(args.files) < 2:
+        raise ValueError("compare needs a baseline file and at least one candidate file "
+                         "(or --run STMT STMT ..., or --versions A=SPEC B=SPEC --run STMT)")
+    if args.output is not None:  # before anything is loaded, rather than not saving
+        raise ValueError("-o saves the comparison of --run statements; a comparison of "
+                         "saved files is not saved (the files hold its inputs)")
+    counts = _saved_counts(args.files)
+    if counts is None:
+        return list(_file_comparisons(args.files, args)), "files"
+    (base_name, base), *rest = counts.items()
+    return [compare_instruction_counts(base, dict(rest), baseline_name=base_name,
+                                       tolerance=tolerance)], "files"
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    if args.output is not None and args.versions:
+        raise ValueError("-o saves --run comparisons; --versions writes its verdicts with --json")
+    comparisons, kind = _comparisons(args)
     if not any(c.results for c in comparisons):  # whatever the path, never a silent pass
         raise ValueError("nothing compared: no candidate was judged against the baseline")
     for i, done in enumerate(comparisons):
@@ -162,9 +204,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
         out(([""] if i else []) + lines)
     if args.output is not None and args.run:
         out(f"saved to {args.output}")
-    slower = _slowdowns(comparisons, args.fail_slower)
-    if slower:
-        print(f"error: significantly slower by more than {args.fail_slower}%: "
-              f"{', '.join(slower)}", file=sys.stderr)
-        return EXIT_SLOWER
-    return 0
+    decided = gate(comparisons, args.fail_slower, strict=args.strict)
+    if args.json is not None:
+        write_verdicts(args.json, verdicts_document(comparisons, decided, kind=kind))
+        out(f"verdicts written to {args.json}")
+    if args.fail_slower is not None or args.strict:  # a gate was asked for: say what it saw
+        for line in decided.lines():
+            print(line, file=sys.stderr)
+    return decided.exit_code

@@ -10,7 +10,7 @@ import argparse
 from .. import __version__
 from ..timing import DEFAULT_DURATION_S, DEFAULT_SAMPLE_S
 from .analyze import cmd_analyze
-from .compare import EXIT_SLOWER, cmd_compare
+from .compare import EXIT_SLOWER, EXIT_UNDECIDED, cmd_compare
 from .info import cmd_info
 from .profile import cmd_profile
 from .options import (add_clock, add_max_time, add_metric, add_min_time, add_output,
@@ -22,7 +22,22 @@ from .timeit import cmd_timeit
 from .tour import cmd_tour
 from .variation import VARIATION_PROCESSES, cmd_variation
 
-__all__ = ["build_parser"]
+__all__ = ["COMPARE_EPILOG", "build_parser"]
+
+COMPARE_EPILOG = f"""\
+exit status:
+  0  compared, and no candidate failed the gate
+  1  an error: a file that cannot be read, nothing compared, a version that cannot be
+     checked out or installed, a worker that failed
+  2  a usage error
+  {EXIT_SLOWER}  --fail-slower PCT: a candidate significantly slower by more than PCT%
+  {EXIT_UNDECIDED}  --strict: a candidate the gate cannot judge ("cannot tell", or an interval
+     that still allows a slowdown beyond PCT%); without --strict it is said on stderr
+
+examples:
+  fastbench compare before.json after.json --fail-slower 5
+  fastbench compare --versions main=git:main pr=. -s "from mypkg import f" --run "f()"
+"""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -60,13 +75,31 @@ def build_parser() -> argparse.ArgumentParser:
     add_output(p, "save the measurement to this JSON file")
     p.set_defaults(func=cmd_timeit)
 
-    p = sub.add_parser("compare", help="A/B: compare saved results, or statements interleaved",
-                       description="Compare BASE.json with CAND.json ... (saved by fastbench, "
-                       "pyperf or pytest-benchmark), or measure --run statements interleaved. "
-                       f"Exits {EXIT_SLOWER} when --fail-slower finds a significant slowdown.")
+    p = sub.add_parser(
+        "compare", help="A/B: saved results, statements interleaved, or versions of the code",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Compare BASE.json with CAND.json ... (saved by fastbench, pyperf or "
+        "pytest-benchmark), measure --run statements interleaved, or measure one --run "
+        "statement in several --versions of the code (git refs, directories, interpreters) "
+        "in one invocation. The first is the baseline.",
+        epilog=COMPARE_EPILOG)
     p.add_argument("files", nargs="*", help="baseline file, then candidate files")
-    p.add_argument("--run", nargs="+", metavar="STMT", help="statements to measure (first = baseline)")
+    p.add_argument("--run", nargs="+", metavar="STMT",
+                   help="statements to measure (first = baseline); with --versions, one")
     add_setup(p, "setup for --run (repeatable)")
+    p.add_argument("--versions", nargs="+", metavar="NAME=SPEC",
+                   help="versions of the code to measure --run in, the first the baseline: "
+                   "SPEC is git:REF (checked out into a temporary worktree), a directory "
+                   "(. is the working tree as it is) or python:PATH (another interpreter)")
+    p.add_argument("--design", default="auto", choices=["auto", "interleaved", "duet"],
+                   help="with --versions: duets (two versions at once, one per core, cores "
+                   "swapped each duet), interleaved workers (one at a time), or auto "
+                   "(default: duets where two cores are free)")
+    p.add_argument("--install", metavar="CMD", default=None,
+                   help="with --versions: a shell command run in each version's directory "
+                   "to make it importable; what it puts in $FASTBENCH_VERSION_TARGET goes "
+                   "first on the version's path (e.g. '\"$FASTBENCH_PYTHON\" -m pip install "
+                   "--no-deps --target \"$FASTBENCH_VERSION_TARGET\" .')")
     p.add_argument("--rounds", type=int, default=100, help="interleaved rounds for --run (default 100)")
     add_min_time(p, 0.001)
     add_max_time(p, "time budget for the rounds")
@@ -76,8 +109,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="smallest relative difference called a change (default 0.01)")
     p.add_argument("--correction", default="holm", choices=["holm", "bh", "none"])
     add_processes(p, "with --run: measure the statements in N worker processes (see "
-                  "--pairing) and judge the paired run medians (t test); with --metric "
-                  "instructions, count each in N heap layouts and judge against their spread")
+                  "--pairing) and judge the paired run medians (t test); with --versions, "
+                  "workers (duets) per version (default 10); with --metric instructions, "
+                  "count each in N heap layouts and judge against their spread")
     p.add_argument("--pairing", default="workers", choices=["workers", "rounds"],
                    help="with --processes: 'workers' (default) measures each statement in "
                    "workers of its own, interleaved A B B A ...; 'rounds' measures all of them "
@@ -88,22 +122,27 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --metric instructions: the change in %% that counts as a "
                    "difference (default 0.5)")
     p.add_argument("--run-variation", type=percent, default=None, metavar="PCT",
-                   help="how much separate runs vary here, in %% (default: learned from "
-                   "the workload's saved single runs, else what the files carry or `fastbench "
-                   "variation` measured); single-run results are judged against it")
+                   help="how much whole results vary here, in %% (default: learned from the "
+                   "replicates of each side saved here, else what the files carry or "
+                   "`fastbench variation` measured)")
     p.add_argument("--fail-slower", type=percent, default=None, metavar="PCT",
                    help=f"exit {EXIT_SLOWER} if a candidate is significantly slower by more "
-                   "than PCT%%; comparing nothing at all (no benchmark of the baseline in a "
-                   "candidate file) is an error")
+                   "than PCT%%; a candidate the gate cannot judge is said on stderr")
+    p.add_argument("--strict", action="store_true",
+                   help=f"exit {EXIT_UNDECIDED} when the gate cannot judge a candidate "
+                   "('cannot tell', or an interval that allows a slowdown beyond --fail-slower)")
+    p.add_argument("--json", type=output_path, metavar="FILE", default=None,
+                   help="write every verdict, interval, p value, warning code, both "
+                   "identities and the gate's decision to FILE as JSON")
     add_output(p, "save the --run comparison to this JSON file")
     p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser(
         "variation", help="measure how much separate runs vary on this machine, and remember it",
         description="Time a small workload in N fresh processes, one after the other, and keep "
-        "the spread of their medians for this machine: single-run results measured here carry "
-        "it, and comparisons of single runs are judged against it until the workload's own "
-        "saved runs (the run log) say how much it varies.")
+        "the spread of their medians for this machine: results measured here carry it, and "
+        "comparisons of saved results are judged against it until replicates of their own "
+        "code (identical results saved here) say how much they vary.")
     p.add_argument("--processes", type=int, default=VARIATION_PROCESSES,
                    help=f"worker processes (default {VARIATION_PROCESSES}, at least 3; "
                    "about 1.3 s each)")

@@ -26,7 +26,7 @@ def cmd_variation(args: argparse.Namespace) -> int:
     if args.no_store:
         out("  not stored (--no-store)")
     else:
-        out(f"  stored for this machine in {variation_path()}; single-run results measured "
-            "here carry it and comparisons of single runs are judged against it until a "
-            "workload's own saved runs (the run log) say how much it varies")
+        out(f"  stored for this machine in {variation_path()}; results measured here carry "
+            "it, and comparisons of saved results are judged against it until replicates "
+            "of their own code (identical results saved here) say how much they vary")
     return 0

@@ -7,7 +7,6 @@ for a fact it cannot find.
 
 from __future__ import annotations
 
-import subprocess
 import sys
 import warnings
 from datetime import datetime, timezone
@@ -18,88 +17,16 @@ import psutil
 
 from .._version import __version__
 from .facts import machine_info
+from .git import git_state
 from .noise import noise_checks
 
 __all__ = ["machine_metadata"]
 
-# `git` must never hold up a save: a network file system or a huge repository can make
-# `git status` slow, and then the commit is simply not recorded.
-_GIT_TIMEOUT_S = 2.0
-
-# Saving a result inside a repository someone else prepared (a downloaded project, a
-# shared directory) must not run their commands. `git status` honours the repository's own
-# configuration, and three parts of it run programs: core.fsmonitor (a hook git runs on
-# every status), the clean/process commands of filter drivers (run for files whose stat
-# data changed, to hash their content) and the post-index-change hook (run when status
-# refreshes the index). The overrides below switch each off for our calls only; the filter
-# drivers have arbitrary names, so every configured one is switched off by name (see
-# _filter_overrides). Status also skips looking inside submodules, which would run `git
-# status` there under the submodule's own configuration; a submodule moved to another
-# commit still counts. Reading the configuration (`git config`) and `git rev-parse HEAD`
-# run nothing. Untracked files and diff/textconv drivers do not come into it (status with
-# --untracked-files=no and --porcelain runs no diff of contents).
-_SAFE_GIT = (
-    "-c", "core.fsmonitor=false",
-    "-c", "core.hooksPath=/dev/null",  # no hook is found there
-    "--no-optional-locks",  # status does not write the index: no post-index-change hook
-)
-
-
-def _git(*args: str) -> str | None:
-    """stdout of ``git args`` in the working directory, or None if it fails in any way."""
-    try:
-        done = subprocess.run(
-            ["git", *args],
-            capture_output=True,
-            text=True,
-            timeout=_GIT_TIMEOUT_S,
-            check=False,
-            stdin=subprocess.DEVNULL,
-        )
-    except (OSError, subprocess.SubprocessError, UnicodeDecodeError):  # no git, no cwd, timeout
-        return None
-    return done.stdout.strip() if done.returncode == 0 else None
-
-
-def _filter_overrides() -> list[str] | None:
-    """``-c`` options that empty the commands of every filter driver configured (in any
-    scope, includes followed), so that git hashes files as they are; None when the
-    configuration cannot be read."""
-    try:
-        done = subprocess.run(
-            ["git", *_SAFE_GIT, "config", "-z", "--get-regexp",
-             r"^filter\..*\.(clean|smudge|process)$"],
-            capture_output=True, timeout=_GIT_TIMEOUT_S, check=False, stdin=subprocess.DEVNULL,
-        )  # fmt: skip
-    except (OSError, subprocess.SubprocessError):
-        return None
-    if done.returncode not in (0, 1):  # 1: no filter driver is configured
-        return None
-    drivers: dict[str, None] = {}
-    for entry in done.stdout.split(b"\0"):
-        key = entry.partition(b"\n")[0].decode("utf-8", "surrogateescape")
-        if key.startswith("filter."):  # filter.<driver, which may hold dots>.<command>
-            drivers[key[len("filter."):].rpartition(".")[0]] = None
-    if any("=" in name for name in drivers):  # `-c` would cut the name there
-        return None
-    out: list[str] = []
-    for name in drivers:
-        for option in ("clean=", "smudge=", "process=", "required=false"):
-            out += ["-c", f"filter.{name}.{option}"]
-    return out
-
-
 def _git_info() -> dict[str, Any] | None:
-    commit = _git(*_SAFE_GIT, "rev-parse", "HEAD")
-    if not commit:  # not a work tree, no commit yet, no git, or an unsafe directory
-        return None
-    filters = _filter_overrides()
-    # Untracked files do not count: a results file saved inside the repository would
-    # otherwise mark every later run dirty.
-    status = None if filters is None else _git(
-        *_SAFE_GIT, *filters, "status", "--porcelain", "--untracked-files=no",
-        "--ignore-submodules=dirty")
-    return {"commit": commit, "dirty": None if status is None else bool(status)}
+    """The working directory's commit and whether tracked files changed, or None outside a
+    work tree (read safely: :func:`fastbench.machine.git.git_state`)."""
+    state = git_state(diff=False)
+    return None if state is None else {"commit": state.commit, "dirty": state.dirty}
 
 
 def _memory_total_bytes() -> int | None:

@@ -1,36 +1,43 @@
-"""The run log: the median of every single-run result saved on this machine, by workload,
-in the order they were taken. It is how fastbench learns how much separate runs of *one*
-benchmark vary here, which a machine-wide figure cannot say (a tight integer loop and a
-sort of floats, measured the same minute, wander by 6% and 1.5%). Single-run comparisons
-judge against it (:mod:`fastbench.comparison`).
+"""The run log: the figure of every result saved on this machine, by series, in the order
+saved. A series is one identity of the code (``Identity.key``) measured with one number of
+processes, so the figures of a series are replicates: the same code, the same inputs, the
+same machine. How much they differ is how much whole results of that code vary here, which
+comparisons of saved results judge against; a change of the code starts a new series and
+is never counted as variation.
 
-One JSON line per run in ``run-log-<fingerprint>.jsonl`` in the cache directory:
-``{"workload", "median_ns", "at"}``. ``FASTBENCH_RUN_LOG=0`` turns it off (nothing is
-written or read). Nothing here measures or prints.
+One JSON line per saved result in ``replicates-<fingerprint>.jsonl`` in the cache
+directory: ``{"series", "median_ns", "at"}``. Appends and compaction hold a lock file, so
+concurrent savers lose nothing. ``FASTBENCH_RUN_LOG=0`` turns it off (nothing is written or
+read). The log is one implementation of :class:`ReplicateStore`; nothing here measures,
+judges or prints.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
 import tempfile
-from collections import defaultdict, deque
+from collections import OrderedDict, defaultdict, deque
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Iterator, Protocol
 
 from .variation import cache_dir, fingerprint
 
-__all__ = ["ENV_RUN_LOG", "KEEP_RUNS", "logged_runs", "record_runs", "results_key",
-           "run_log_enabled", "run_log_path"]
+__all__ = ["ENV_RUN_LOG", "KEEP_RUNS", "ReplicateStore", "RunLog", "replicate_store",
+           "run_log_enabled", "run_log_path", "series_key"]
 
 # Environment variable that turns the run log off when set to 0.
 ENV_RUN_LOG = "FASTBENCH_RUN_LOG"
-# Runs kept per workload: the newest, so the estimate follows the machine as it is now.
-KEEP_RUNS = 50
-# The log is compacted to KEEP_RUNS per workload when it grows beyond this size.
+# Figures kept per series: the newest, so the estimate follows the machine as it is now.
+KEEP_RUNS = 20
+# The log is compacted when it grows beyond this size, down to at most _KEEP_LINES lines
+# (the series saved to most recently first), so a compaction happens at most once per
+# megabyte or so of saves, whatever the number of series: its cost stays bounded.
 _COMPACT_BYTES = 2 * 2**20
+_KEEP_LINES = 8000
 
 
 def run_log_enabled() -> bool:
@@ -40,26 +47,24 @@ def run_log_enabled() -> bool:
 
 def run_log_path() -> Path:
     """This machine's run log file."""
-    return cache_dir() / f"run-log-{fingerprint()}.jsonl"
+    return cache_dir() / f"replicates-{fingerprint()}.jsonl"
 
 
-def _read(path: Path) -> dict[str, deque[float]]:
-    """Every workload's logged medians, oldest first (the newest KEEP_RUNS); unreadable
-    lines are skipped, an absent or unreadable file is an empty log."""
-    runs: dict[str, deque[float]] = defaultdict(lambda: deque(maxlen=KEEP_RUNS))
-    try:
-        with open(path, encoding="utf-8") as f:
-            for line in f:
-                try:
-                    entry = json.loads(line)
-                    key, median = str(entry["workload"]), float(entry["median_ns"])
-                except (ValueError, TypeError, KeyError):
-                    continue
-                if key and math.isfinite(median) and median > 0.0:
-                    runs[key].append(median)
-    except OSError:
-        pass
-    return runs
+def series_key(identity_key: str, processes: int) -> str:
+    """The series of results of one identity measured with ``processes`` worker processes
+    (1 for a single run): their figures vary between invocations by an amount that
+    depends on how many processes each averages."""
+    return f"{identity_key}|processes={processes}"
+
+
+class ReplicateStore(Protocol):
+    """Where replicates are kept: the run log today, the results history tomorrow."""
+
+    def add(self, figures: Iterable[tuple[str, float]]) -> int:
+        """Append ``(series, median_ns)`` figures; returns how many were new."""
+
+    def figures(self, series: str) -> tuple[float, ...]:
+        """The figures of a series, oldest first."""
 
 
 # The last log read: (path, size, mtime in ns) and what it held, so that measuring and
@@ -67,77 +72,135 @@ def _read(path: Path) -> dict[str, deque[float]]:
 _last: tuple[tuple[str, int, int], dict[str, tuple[float, ...]]] | None = None
 
 
-def _logged(path: Path) -> dict[str, tuple[float, ...]]:
-    """What :func:`_read` finds in ``path``, read again only when the file changed."""
-    global _last
+def _read(path: Path) -> OrderedDict[str, deque[float]]:
+    """Every series' figures, oldest first (the newest KEEP_RUNS), the series in the order
+    they were last saved to; unreadable lines are skipped, an absent file is empty."""
+    runs: OrderedDict[str, deque[float]] = OrderedDict()
     try:
-        st = path.stat()
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                try:
+                    entry = json.loads(line)
+                    key, median = str(entry["series"]), float(entry["median_ns"])
+                except (ValueError, TypeError, KeyError):
+                    continue
+                if key and math.isfinite(median) and median > 0.0:
+                    if key not in runs:
+                        runs[key] = deque(maxlen=KEEP_RUNS)
+                    runs[key].append(median)
+                    runs.move_to_end(key)
     except OSError:
-        return {}
-    stamp = (str(path), st.st_size, st.st_mtime_ns)
-    if _last is None or _last[0] != stamp:
-        _last = stamp, {k: tuple(v) for k, v in _read(path).items()}
-    return _last[1]
+        pass
+    return runs
 
 
-def results_key(workload: str, runs: int) -> str:
-    """The run log's key for whole results of ``runs`` processes of ``workload``: their
-    run-level figures vary between invocations apart from single runs, and by how much
-    depends on how many processes each averages."""
-    return f"{workload}|processes={runs}"
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """Hold the log's lock file (a file of its own: compaction replaces the log, and a
+    writer that had opened the old one would append to a file nobody reads)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_suffix(".lock"), "a+b") as lock:
+        try:
+            import fcntl
+        except ImportError:  # no POSIX locks (Windows): best effort
+            yield
+            return
+        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
 
 
-def logged_runs(workload: str) -> tuple[float, ...]:
-    """The logged medians of ``workload`` here, oldest first (at most KEEP_RUNS); empty when
-    the log is off, absent or holds none."""
-    if not workload or not run_log_enabled():
+class RunLog:
+    """The run log of this machine (:func:`run_log_path`), as a :class:`ReplicateStore`."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = run_log_path() if path is None else path
+
+    def _logged(self) -> dict[str, tuple[float, ...]]:
+        global _last
+        try:
+            st = self.path.stat()
+        except OSError:
+            return {}
+        stamp = (str(self.path), st.st_size, st.st_mtime_ns)
+        if _last is None or _last[0] != stamp:
+            _last = stamp, {k: tuple(v) for k, v in _read(self.path).items()}
+        return _last[1]
+
+    def figures(self, series: str) -> tuple[float, ...]:
+        return self._logged().get(series, ()) if series else ()
+
+    def add(self, figures: Iterable[tuple[str, float]]) -> int:
+        """Append figures; a figure its series already holds (the same result saved again)
+        is not written twice. Never raises for a log that cannot be written: it is an aid
+        to later comparisons, never a reason for a save to fail."""
+        wanted = [(k, float(m)) for k, m in figures
+                  if k and math.isfinite(m) and m > 0.0]
+        if not wanted:
+            return 0
+        try:
+            with _locked(self.path):
+                known = self._logged()
+                added: dict[str, list[float]] = defaultdict(list)
+                at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+                lines = []
+                for key, median in wanted:
+                    if median not in known.get(key, ()) and median not in added[key]:
+                        added[key].append(median)
+                        lines.append(json.dumps({"series": key, "median_ns": median, "at": at}))
+                if not lines:
+                    return 0
+                text = "\n".join(lines) + "\n"
+                with open(self.path, "a+b") as f:
+                    # A line a killed writer left unfinished is ended first: it costs only itself.
+                    if f.tell() > 0:
+                        f.seek(-1, os.SEEK_END)
+                        if f.read(1) != b"\n":
+                            text = "\n" + text
+                    f.write(text.encode("utf-8"))
+                if self.path.stat().st_size > _COMPACT_BYTES:
+                    self._compact()
+        except OSError:
+            return 0
+        return len(lines)
+
+    def _compact(self) -> None:
+        """Rewrite the log (atomically, under the lock) with the newest KEEP_RUNS figures of
+        the series saved to most recently, at most _KEEP_LINES lines in all."""
+        runs = _read(self.path)
+        kept: list[tuple[str, deque[float]]] = []
+        lines = 0
+        for key in reversed(runs):
+            if lines + len(runs[key]) > _KEEP_LINES:
+                break
+            kept.append((key, runs[key]))
+            lines += len(runs[key])
+        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".replicates-", suffix=".jsonl")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                for key, medians in reversed(kept):
+                    for median in medians:
+                        f.write(json.dumps({"series": key, "median_ns": median, "at": ""}) + "\n")
+            os.replace(tmp, self.path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+
+
+class _Off:
+    """The store when the run log is off: holds nothing, keeps nothing."""
+
+    def add(self, figures: Iterable[tuple[str, float]]) -> int:
+        return 0
+
+    def figures(self, series: str) -> tuple[float, ...]:
         return ()
-    return _logged(run_log_path()).get(workload, ())
 
 
-def record_runs(runs: Iterable[tuple[str, float]]) -> int:
-    """Append ``(workload, median_ns)`` runs to this machine's log; returns how many were
-    written. A run whose workload already logged exactly this median (the same result saved
-    again) is not written twice. The log is left alone when it is off or cannot be written:
-    it is an aid to later comparisons, never a reason for a save to fail."""
-    if not run_log_enabled():
-        return 0
-    path = run_log_path()
-    known = _logged(path)
-    added: dict[str, list[float]] = defaultdict(list)
-    at = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    lines = []
-    for workload, median in runs:
-        if (workload and math.isfinite(median) and median > 0.0
-                and median not in known.get(workload, ()) and median not in added[workload]):
-            added[workload].append(median)
-            lines.append(json.dumps({"workload": workload, "median_ns": float(median), "at": at}))
-    if not lines:
-        return 0
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        # One write of whole lines in append mode: concurrent savers do not interleave them.
-        # A line a killed writer left unfinished is ended first, so it costs only itself.
-        text = "\n".join(lines) + "\n"
-        with open(path, "a+b") as f:
-            if f.tell() > 0:
-                f.seek(-1, os.SEEK_END)
-                if f.read(1) != b"\n":
-                    text = "\n" + text
-            f.write(text.encode("utf-8"))
-        if path.stat().st_size > _COMPACT_BYTES:
-            _compact(path, {w: (*known.get(w, ()), *added.get(w, ()))[-KEEP_RUNS:]
-                            for w in {*known, *added}})
-    except OSError:
-        return 0
-    return len(lines)
-
-
-def _compact(path: Path, runs: dict[str, tuple[float, ...]]) -> None:
-    """Rewrite the log with the newest KEEP_RUNS runs of each workload (atomically)."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".run-log-", suffix=".jsonl")
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        for key, medians in runs.items():
-            for median in medians:
-                f.write(json.dumps({"workload": key, "median_ns": median, "at": ""}) + "\n")
-    os.replace(tmp, path)
+def replicate_store() -> ReplicateStore:
+    """Where this machine's replicates are kept: its run log, or an empty store when
+    ``FASTBENCH_RUN_LOG`` is 0."""
+    return RunLog() if run_log_enabled() else _Off()

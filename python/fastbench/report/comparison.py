@@ -33,6 +33,10 @@ def comparison_lines(c: Comparison) -> list[str]:
     how = _how(c)
     corr = "" if len(c.results) < 2 or c.correction == "none" else f", {c.correction}-corrected p"
     lines = [f"baseline: {c.baseline} ({how}{corr})"]
+    if c.versions:
+        lines.append("versions: " + ", ".join(f"{name} = {spec}" for name, spec in c.versions.items()))
+    if c.design:
+        lines.append(f"design: {c.design}")
     rows = [[c.baseline, format_ns(base.median_ns), _rel_ci(base), "1 (baseline)", "", "", ""]]
     for name, r in c.results.items():
         m = c.measurements[name]
@@ -61,6 +65,12 @@ def _how(c: Comparison) -> str:
     if c.stop_reason == "processes":
         return (f"paired over {c.rounds} interleaved worker processes per variant, "
                 "t test on the run medians")
+    if c.stop_reason == "versions":
+        return (f"versions of the code, paired over {c.rounds} interleaved worker processes "
+                "each, t test on the run medians")
+    if c.stop_reason == "versions-duet":
+        return (f"versions of the code in {c.rounds} duets (both at once, one per core), "
+                "paired t test on the run medians")
     if c.stop_reason == "processes-rounds":
         return (f"paired within each of {c.rounds} worker processes, the variants side by "
                 "side in rounds; t test on the run medians")

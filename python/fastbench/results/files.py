@@ -24,7 +24,7 @@ from typing import Any, Mapping, Union
 from .._version import __version__
 from ..errors import FastbenchError
 from ..machine.metadata import machine_metadata
-from ..machine.runlog import record_runs, results_key
+from ..replicates import record_replicates
 from .kinds import json_type, kind_named, kind_of, kinds
 from .schema import check_data, child
 
@@ -38,7 +38,10 @@ __all__ = ["DATA_ERRORS", "MAX_JSON_BYTES", "MAX_NESTING", "SCHEMA_VERSION", "ST
 #     mapping names to Measurement.to_dict).
 # 2 - a Measurement may carry "memory" (CallMemory.to_dict: peak RSS increase and Python
 #     heap peak per call, method); version-1 files still load, without memory.
-SCHEMA_VERSION = 2
+# 3 - a Measurement may carry "identity" (Identity.to_dict: hashes of the code and the
+#     arguments, git commit and uncommitted changes, versions); earlier files load without
+#     one, and are then no replicates of anything.
+SCHEMA_VERSION = 3
 
 # The most JSON text a results file may hold (after gzip decompression), read as a stream
 # and refused beyond it: a 1 MB gzip file of one repeated byte expands to gigabytes. A
@@ -212,9 +215,10 @@ def save(obj: object, path: PathArg) -> None:
     replaced. Temporary files that a killed save left in the directory (our name pattern
     and content, older than STALE_TEMP_S, 10 minutes) are removed.
 
-    Saving single-run measurements also appends each one's median, by workload, to this
-    machine's run log (:mod:`fastbench.machine.runlog`, off with ``FASTBENCH_RUN_LOG=0``):
-    the runs later single-run comparisons of the same workload are judged against.
+    Saving measurements also adds each one's figure to the replicates of its identity on
+    this machine (:mod:`fastbench.replicates`; the run log, off with ``FASTBENCH_RUN_LOG=0``):
+    results of identical code saved again teach later comparisons how much such results
+    vary here.
 
     Parameters
     ----------
@@ -287,15 +291,14 @@ def save(obj: object, path: PathArg) -> None:
 
 
 def _log_runs(obj: Any) -> None:
-    """Remember the median of each measurement saved, by workload, in this machine's run log
-    (:mod:`fastbench.machine.runlog`): a single run's under its workload, a result of N
-    processes (its run-level median) under the workload and N (``results_key``)."""
+    """Remember the figure of each measurement saved among the replicates of its identity
+    on this machine (:mod:`fastbench.replicates`): results of identical code saved again
+    teach how much such results vary here."""
     if isinstance(obj, Mapping):
         obj = obj.values()
     elif not isinstance(obj, (list, tuple)):
         obj = [obj]
-    record_runs((m.workload if m.runs == 1 else results_key(m.workload, m.runs), m.median_ns)
-                for m in obj if m.workload)
+    record_replicates(obj)
 
 
 # --------------------------------------------------------------------------------------

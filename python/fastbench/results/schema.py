@@ -285,6 +285,15 @@ _CALL_MEMORY = _record(
     then=_one_per_call,
 )
 
+_HEX = _text
+IDENTITY = _record(
+    {},
+    {"kind": _choice("", "callable", "statement"), "what": _text, "code": _HEX,
+     "arguments": _HEX, "unknown": _TEXTS, "notes": _TEXTS, "git_commit": _text,
+     "git_branch": _text, "git_dirty": _nullable(_flag), "git_diff": _text, "python": _text,
+     "fastbench": _text, "packages": _items(_row(_text, _text)), "key": _text},
+)
+
 # Times are per call in ns: a clock reading and a division by the loops, never below 0.
 MEASUREMENT = _record(
     {"samples_ns": numbers(0.0, min_len=1), "loops": _POSITIVE_INT, "clock": _text,
@@ -298,7 +307,7 @@ MEASUREMENT = _record(
      "memory": _nullable(_CALL_MEMORY), "run_lengths": _items(_POSITIVE_INT),
      "run_loops": _items(_POSITIVE_INT), "run_variation": _nullable(_NONNEGATIVE),
      "run_variation_df": _nullable(_POSITIVE_INT), "workload": _text,
-     "clock_resolution_ns": _NONNEGATIVE},
+     "clock_resolution_ns": _NONNEGATIVE, "identity": _nullable(IDENTITY)},
     then=_runs_add_up,
 )
 
@@ -339,6 +348,7 @@ COMPARISON = _record(
     {"baseline": _text, "measurements": _mapping(MEASUREMENT, min_len=1, noun="measurement"),
      "results": _mapping(_SAMPLE_COMPARISON), "paired": _flag, "correction": _text,
      "rounds": _COUNT_INT, "stop_reason": _text},
+    {"versions": _mapping(_text), "design": _text},
     then=_names_known("measurements"),
 )
 

@@ -25,18 +25,13 @@ from .samples import as_samples
 from .twosample import (CANNOT_TELL, MIN_RUNS, SampleComparison, _cliffs_delta, _effect_sizes,
                         _mannwhitney, _verdict, _welch_log)
 
-__all__ = ["RUN_TOLERANCE", "RunLevel", "SuccessiveSpread", "compare_runs", "processes_needed",
-           "quiet_runs", "run_level", "run_spread", "successive_spread"]
+__all__ = ["RUN_TOLERANCE", "ReplicateSpread", "RunLevel", "compare_runs", "detectable_change",
+           "processes_needed", "quiet_runs", "replicate_spread", "run_level", "run_spread"]
 
 # The power the processes suggestion aims at, for a difference of the size asked about.
 _POWER = 0.8
 # Suggested processes are kept within these bounds.
 _PROCESSES_RANGE = (3, 100)
-# A step between two consecutive runs beyond this many standard deviations of a difference
-# (estimated robustly from all the steps) is a change of the code or the machine, not
-# run-to-run variation: successive_spread leaves it out. For normal steps that is one in
-# three million.
-_SHIFT_SDS = 5.0
 
 
 @dataclass(frozen=True)
@@ -118,56 +113,50 @@ def run_spread(medians: Any) -> float | None:
 
 
 @dataclass(frozen=True)
-class SuccessiveSpread:
-    """How much runs of one benchmark vary, from its runs in the order they were taken.
+class ReplicateSpread:
+    """How much whole results of identical code vary, from its replicates.
 
     Attributes
     ----------
     sd : float
-        Relative standard deviation between runs (of their log medians).
+        Relative standard deviation between results (of their log figures).
     df : int
         Degrees of freedom the estimate is worth (a chi-square with the same variance).
     runs : int
-        Runs it came from.
-    shifts : int
-        Steps between consecutive runs left out as changes of level (see
-        :func:`successive_spread`).
+        Figures it came from.
+    series : int
+        Series (identities) with at least two figures that contributed.
     """
 
     sd: float
     df: int
     runs: int
-    shifts: int
+    series: int
 
 
-def successive_spread(*series: Any) -> SuccessiveSpread | None:
-    """Run-to-run standard deviation from consecutive runs, robust to changes of level.
+def replicate_spread(*series: Any) -> ReplicateSpread | None:
+    """Result-to-result standard deviation from replicates of identical code.
 
-    Each series holds one benchmark's run medians in the order they were taken (invocations
-    minutes or days apart). The estimate is von Neumann's mean square successive difference
-    on the logs, ``sum(d²) / (2 · steps)`` pooled over the series, so a level that changed
-    once (the code got faster, the machine was upgraded) adds one step instead of inflating
-    every deviation from a common mean. A step beyond 5 standard deviations of a step, the
-    scale taken robustly from the median absolute step, is such a change and is left out,
-    unless it goes to a level the series had already been at (no run before it lies past
-    its midpoint on the far side in its direction is what makes it new): a host that
-    switches between speed modes (runs at 8.6 or 8.8 µs, mostly the one) has small steps
-    within a mode and large ones between, and those are its variation, not changes of the
-    code. Leaving them out, single runs in different modes were called different in 4 of
-    20 A/A pairs on a 2-vCPU Sapphire Rapids-class VM.
+    Each series holds the figures (run medians, or run-level figures of several processes)
+    of one identity of the code, in the order they were saved; the figures of a series
+    differ only by how the machine ran each invocation. The estimate is von Neumann's mean
+    square successive difference on the logs, ``sum(d²) / (2 · steps)``, pooled over the
+    series, so a slow drift of the machine over days adds little; no series is ever
+    compared with another, so a change of the code, which starts a new series, is never
+    counted as variation.
 
-    For normal runs the estimate's variance is ``(3n - 4) / (n - 1)²`` · sd⁴ for n runs
-    (von Neumann 1941), so a series is worth ``2 (n - 1)² / (3n - 4)`` degrees of freedom
-    (1 for two runs, about 2n/3 for many); the pooled estimate sums them.
+    For normal figures the estimate's variance is ``(3n - 4) / (n - 1)²`` · sd⁴ for n of
+    them (von Neumann 1941), so a series is worth ``2 (n - 1)² / (3n - 4)`` degrees of
+    freedom (1 for two, about 2n/3 for many); the pooled estimate sums them.
 
-    Returns None when no series has two runs.
+    Returns None when no series has two figures.
 
     Raises
     ------
     ValueError
-        A series holds non-finite or non-positive medians.
+        A series holds non-finite or non-positive figures.
     """
-    logs_of: list[NDArray[np.float64]] = []
+    steps: list[NDArray[np.float64]] = []
     df = 0.0
     runs = 0
     for i, values in enumerate(series):
@@ -177,35 +166,26 @@ def successive_spread(*series: Any) -> SuccessiveSpread | None:
         logs = _logs(x, f"series {i}")
         runs += int(logs.size)
         if logs.size > 1:
-            logs_of.append(logs)
+            steps.append(np.diff(logs))
             n = logs.size
             df += 2.0 * (n - 1) ** 2 / (3.0 * n - 4.0)
-    if not logs_of:
+    if not steps:
         return None
-    d = np.concatenate([np.diff(logs) for logs in logs_of])
-    scale = float(np.median(np.abs(d))) / 0.6744897501960817  # the SD of a step, robustly
-    shift = np.concatenate([_new_levels(logs, _SHIFT_SDS * scale) for logs in logs_of])
-    kept = d[~shift]
-    shifts = int(d.size - kept.size)
-    # Leaving steps out leaves their share of the degrees of freedom out too.
-    df *= kept.size / d.size
-    sd = math.sqrt(float(np.sum(kept * kept)) / (2.0 * kept.size))
-    return SuccessiveSpread(sd=sd, df=max(1, int(df)), runs=runs, shifts=shifts)
+    d = np.concatenate(steps)
+    sd = math.sqrt(float(np.sum(d * d)) / (2.0 * d.size))
+    return ReplicateSpread(sd=sd, df=max(1, int(round(df))), runs=runs, series=len(steps))
 
 
-def _new_levels(logs: NDArray[np.float64], limit: float) -> NDArray[np.bool_]:
-    """For each step of ``logs``, whether it is a change of level: larger than ``limit`` and
-    to a level no earlier run had reached (every run before it stays on its near side of the
-    step's midpoint)."""
-    d = np.diff(logs)
-    new = np.zeros(d.size, dtype=bool)
-    if limit <= 0.0:
-        return new
-    for t in np.flatnonzero(np.abs(d) > limit).tolist():
-        mid = 0.5 * (logs[t] + logs[t + 1])
-        before = logs[:t + 1]
-        new[t] = bool(np.all(before < mid)) if d[t] > 0 else bool(np.all(before > mid))
-    return new
+def detectable_change(se: float, df: int | None, alpha: float = 0.05,
+                      power: float = 0.8) -> float:
+    """The relative change a two-sided test with standard error ``se`` (of a log ratio)
+    and ``df`` degrees of freedom finds with ``power``: ``exp((t(1 - alpha/2) + t(power))
+    · se) - 1`` (inf for an unknown error)."""
+    if not math.isfinite(se):
+        return math.inf
+    dist = sps().norm if df is None else sps().t(df)
+    z = float(dist.ppf(1.0 - alpha / 2.0)) + float(dist.ppf(power))
+    return math.expm1(min(z * se, 700.0))
 
 
 def run_level(medians: Any, confidence: float = 0.95) -> RunLevel:
@@ -264,6 +244,7 @@ def compare_runs(
     between_variation: float | None = None,
     between_df: int | None = None,
     between_source: str = "",
+    require_between: bool = False,
 ) -> SampleComparison:
     """Compare baseline runs ``a`` with candidate runs ``b``: one median per run and side.
 
@@ -278,7 +259,9 @@ def compare_runs(
       side's spread shows. ``between_variation`` is how much whole results of such runs
       vary between invocations (relative SD of their run-level figure, ``between_df`` its
       degrees of freedom): where ``sqrt(2)`` times it exceeds Welch's standard error, it
-      takes its place, with its degrees of freedom;
+      takes its place, with its degrees of freedom. Without it the verdict is "cannot
+      tell" when ``require_between`` is set (saved results), else Welch's alone, with a
+      note;
     - otherwise (a single run on a side): the difference is judged against the run-to-run
       variation: ``run_variation`` when given (the machine's, measured by fastbench or given
       by the user; ``variation_df`` its degrees of freedom, None for a known value), else the
@@ -312,6 +295,10 @@ def compare_runs(
     between_variation, between_df, between_source : optional
         Unpaired sides of several runs: the relative SD between whole results measured in
         separate invocations, its degrees of freedom, and whose results it comes from.
+    require_between : bool
+        Unpaired sides of several runs without ``between_variation`` cannot be told apart
+        ("cannot tell"): whole invocations of a shared machine move together by more than
+        the runs inside one show.
 
     Raises
     ------
@@ -344,7 +331,7 @@ def compare_runs(
                          "processes per side needed)")
         elif not paired:
             se, df, test = _between_invocations(se, df, test, between_variation, between_df,
-                                                between_source, notes)
+                                                between_source, notes, require_between)
     else:
         mode, test = "variation", "t against run-to-run variation"
         d = float(log_a.mean() - log_b.mean())
@@ -353,8 +340,10 @@ def compare_runs(
             measured, se, df = None, math.inf, None
             notes.append(
                 f"{CANNOT_TELL}: how much separate runs vary on this machine is not known, so "
-                "one run per side cannot tell a change from a slower or faster run; measure "
-                "with processes=5 (or run `fastbench variation` once to measure this machine)")
+                "one run per side cannot tell a change from a slower or faster run; save "
+                "another result of each version (identical code: its replicates), run "
+                "`fastbench variation` once to measure this machine, or measure both in one "
+                "invocation (compare, or `fastbench compare --versions`)")
         else:
             measured, df = source
             se = math.sqrt(measured ** 2 * (1.0 / na + 1.0 / nb) + wa ** 2 + wb ** 2)
@@ -370,12 +359,16 @@ def compare_runs(
         p, ci = 1.0, None
     n = min(na, nb)
     verdict = _verdict(p, al, speedup, eff, ci, n if mode == "runs" else max(n, 1), mode)
+    if mode == "runs" and not math.isfinite(se):
+        verdict = CANNOT_TELL  # unpaired runs whose invocations' variation is not known
     if mode == "runs" and verdict == "no significant difference" and 0.0 < se < math.inf:
         notes.append(_unseen_note(se, df, al, measured))
     if mode == "variation" and verdict == CANNOT_TELL and measured is not None:
         needed = processes_needed(measured, max(eff, abs(speedup - 1.0)), al)
-        notes.append(f"{CANNOT_TELL}: {variation_source} vary by about {measured * 100:.1f}%; "
-                     f"measure with processes={needed}")
+        told = detectable_change(se, df, al)
+        notes.append(f"{CANNOT_TELL}: {variation_source} vary by about {measured * 100:.1f}%, "
+                     f"so a change of about {told * 100:.1f}% or more could be told; "
+                     f"measure with processes={needed}, or both versions in one invocation")
     xa, xb = np.exp(log_a), np.exp(log_b)
     cohens_d, hedges_g = _effect_sizes(xa, xb)
     p_wilcoxon = None
@@ -395,14 +388,25 @@ def compare_runs(
 
 
 def _between_invocations(se: float, df: int | None, test: str, between: float | None,
-                         between_df: int | None, source: str,
-                         notes: list[str]) -> tuple[float, int | None, str]:
+                         between_df: int | None, source: str, notes: list[str],
+                         required: bool = False) -> tuple[float, int | None, str]:
     """Welch's standard error, or the one from how whole results vary between invocations
-    where that is larger; a note either way."""
+    where that is larger; a note either way. Without the latter and ``required``, an
+    infinite error (the verdict is then "cannot tell")."""
+    if between is None and required:
+        notes.append(
+            f"{CANNOT_TELL}: each side's runs shared one invocation, and how much whole "
+            "invocations of this code vary here is not known (no replicate of either side "
+            "is saved on this machine, and `fastbench variation` has not measured it); "
+            f"inside their invocations the runs alone would tell a change of about "
+            f"{detectable_change(se, df) * 100:.1f}%. Save a second result of each version "
+            "(identical code), run `fastbench variation`, or measure both versions in one "
+            "invocation (`fastbench compare --versions`, or compare(..., processes=N))")
+        return math.inf, df, test
     if between is None:
         notes.append("each side's runs shared one invocation, so the test sees the spread "
-                     "inside each and not how whole invocations move; saved results of "
-                     "this benchmark (3 or more with the same processes) teach it that")
+                     "inside each and not how whole invocations move; replicates of each "
+                     "side (results of identical code saved here) teach it that")
         return se, df, test
     if not (math.isfinite(between) and between >= 0.0):
         raise ValueError(f"between_variation must be >= 0, got {between!r}")
@@ -419,10 +423,8 @@ def _between_invocations(se: float, df: int | None, test: str, between: float | 
 
 def _unseen_note(se: float, df: int | None, alpha: float, spread: float | None) -> str:
     """What "no significant difference" between sets of runs rules out: the change this test
-    finds with 80% power, ``exp((t(1 - alpha/2) + t(0.8)) · se) - 1``."""
-    dist = sps().norm if df is None else sps().t(df)
-    z = float(dist.ppf(1.0 - alpha / 2.0)) + float(dist.ppf(_POWER))
-    unseen = math.expm1(z * se) * 100.0
+    finds with 80% power (:func:`detectable_change`)."""
+    unseen = detectable_change(se, df, alpha, _POWER) * 100.0
     vary = "" if spread is None else f" at the {spread * 100:.1f}% spread of these runs"
     return (f"no significant difference rules out only a change of about {unseen:.1f}% or more "
             f"(80% power{vary}); a smaller one needs more processes")

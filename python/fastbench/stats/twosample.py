@@ -181,10 +181,10 @@ class SampleComparison:
         p = check_finite("p_adjusted", p_adjusted)
         if not (0.0 <= p <= 1.0):
             raise ValueError(f"p_adjusted must be in [0, 1], got {p_adjusted!r}")
-        verdict = _verdict(
+        verdict = CANNOT_TELL if self.verdict == CANNOT_TELL else _verdict(
             p, self.alpha, self.speedup, self.min_effect, self.speedup_ci,
             min(self.n_a, self.n_b), self.level,
-        )
+        )  # what could not be told stays so, whatever the correction
         return dataclasses.replace(self, p_value=p, verdict=verdict)
 
     def to_dict(self) -> dict[str, Any]:

@@ -12,7 +12,7 @@ import gc
 import time
 from contextlib import contextmanager
 from dataclasses import replace
-from typing import Iterator, Mapping, Sequence
+from typing import Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -131,9 +131,12 @@ def _collect(target: Target, cfg: RunConfig) -> Measurement:
         elapsed += spent
 
 
-def run_target(target: Target, cfg: RunConfig) -> Measurement:
+def run_target(target: Target, cfg: RunConfig,
+               ready: Callable[[], None] | None = None) -> Measurement:
     """Prepare ``target`` and collect its samples with the GC paused as configured; then,
     when ``cfg.counters`` names events, count them over ``cfg.repeat`` more samples.
+    ``ready``, when given, is called once the target is prepared and warmed up, right
+    before the counted samples (a duet partner waits there for the other).
 
     Raises
     ------
@@ -150,7 +153,10 @@ def run_target(target: Target, cfg: RunConfig) -> Measurement:
         # The warmup runs here, after the loops search and the floors, so that the budget
         # bounds it: warmup=10**12 with max_time_s ran until the machine was switched off.
         target.prepare(replace(cfg, warmup=0))
-        m = _collect(target, _warm_up(target, cfg))
+        counted = _warm_up(target, cfg)
+        if ready is not None:
+            ready()
+        m = _collect(target, counted)
         if cfg.counters is None:
             return m
         # Counted samples come after the timed ones, so reading the counters never sits

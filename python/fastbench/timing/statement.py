@@ -13,6 +13,7 @@ from typing import Any, Callable, Literal, overload
 from .. import _core
 from .._checks import check_bool, check_choice
 from ..counters import InstructionCount, count_statement_instructions
+from ..identity import statement_identity
 from ..measurement import Measurement
 from .config import DEFAULT_DURATION_S, DEFAULT_SAMPLE_S, run_config
 from .callables import METRICS, in_workers, instruction_runs, measure, with_memory
@@ -81,8 +82,10 @@ def _statement_calls(stmt: str, setup: str, glob: dict[str, Any]) -> Callable[[]
 
 
 def statement_target(stmt: str, setup: str, glob: dict[str, Any], clock: str,
-                     name: str | None = None) -> Target:
+                     name: str | None = None, *, identify: bool = True) -> Target:
     """A Target running ``stmt`` in a compiled inner loop; its floor is ``pass`` there.
+    Its identity is :func:`fastbench.identity.statement_identity`'s (``identify=False``
+    skips it).
 
     Raises
     ------
@@ -95,7 +98,8 @@ def statement_target(stmt: str, setup: str, glob: dict[str, Any], clock: str,
     floor = _compile_inner("pass", setup, glob, clock)
     return Target(_core.Sampler.inner(inner, clock), _core.Sampler.inner(floor, clock),
                   clock, "statement", stmt if name is None else name,
-                  workload_key("statement", stmt, setup))
+                  workload_key("statement", stmt, setup),
+                  statement_identity(stmt, setup, glob) if identify else None)
 
 
 @overload

@@ -16,10 +16,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .. import _core
-from ..machine import known_run_variation, logged_runs
+from ..identity import Identity, callable_identity, code_hash
+from ..machine import known_run_variation
 from ..measurement import Measurement, measurement_warnings
+from ..replicates import identity_variation
 from ..stats.robust import median_mad
-from ..stats.runs import SuccessiveSpread, successive_spread
 from .config import RunConfig
 
 # Samples taken of each floor (empty native loop, no-op call) at the measured loops count.
@@ -34,13 +35,15 @@ class Target:
     """
 
     def __init__(self, sampler: _core.Sampler, floor: _core.Sampler, clock: str,
-                 floor_kind: str, name: str, workload: str = "") -> None:
+                 floor_kind: str, name: str, workload: str = "",
+                 identity: Identity | None = None) -> None:
         self.sampler = sampler
         self.floor = floor
         self.clock = clock
         self.floor_kind = floor_kind
         self.name = name
         self.workload = workload
+        self.identity = identity
         self.loops = 0
         self.calibration_trials = 0
         self.warmup_ns: NDArray[np.float64] = np.empty(0)
@@ -72,7 +75,7 @@ class Target:
                     cfg: RunConfig) -> Measurement:
         """The Measurement of this target's samples, with its warnings."""
         overhead, overhead_mad, floor, floor_mad = self.floors
-        variation = _variation(self.workload)
+        variation = _variation(self.identity)
         m = Measurement(
             samples_ns=np.asarray(samples_ns, dtype=np.float64),
             loops=self.loops,
@@ -92,21 +95,16 @@ class Target:
             run_variation_df=None if variation is None else variation[1],
             workload=self.workload,
             clock_resolution_ns=float(_core.clock_info(self.clock).resolution_ns),
+            identity=self.identity,
         )
         return replace(m, warnings=measurement_warnings(m, _core.auto_clock()[1]))
 
 
-def learned_variation(*workloads: str) -> SuccessiveSpread | None:
-    """How much runs of these workloads vary here, learned from their saved single runs in
-    the run log (:func:`fastbench.stats.runs.successive_spread`); None when it holds fewer
-    than two of any."""
-    return successive_spread(*(logged_runs(w) for w in workloads if w))
-
-
-def _variation(workload: str) -> tuple[float, int | None] | None:
+def _variation(identity: Identity | None) -> tuple[float, int | None] | None:
     """The run-to-run variation a new single run carries and its degrees of freedom: what
-    the run log learned of this workload from at least 3 saved runs, else the machine's."""
-    learned = learned_variation(workload)
+    the replicates of this identity saved here say (at least 3 of them), else the machine's
+    (``fastbench variation``)."""
+    learned = identity_variation(identity, 1)
     if learned is not None and learned.runs >= 3:
         return learned.sd, learned.df
     here = known_run_variation()
@@ -152,12 +150,14 @@ def workload_key(kind: str, *parts: str) -> str:
 
 
 def _callable_key(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
-    """The workload key of ``fn(*args, **kwargs)``: its module, qualified name and first
-    line (lambdas of one module differ by it), and the types of its arguments."""
+    """The workload key of ``fn(*args, **kwargs)``, the same across versions of its code:
+    its module and qualified name (a lambda's code, which tells lambdas apart), and the
+    types of its arguments."""
+    label = _label(fn)
     code = getattr(fn, "__code__", None)
+    anonymous = code_hash(code) if "<lambda>" in label and code is not None else ""
     return workload_key(
-        "callable", str(getattr(fn, "__module__", "") or ""), _label(fn),
-        str(getattr(code, "co_firstlineno", "")),
+        "callable", str(getattr(fn, "__module__", "") or ""), label, anonymous,
         ",".join(type(a).__qualname__ for a in args),
         ",".join(f"{k}={type(v).__qualname__}" for k, v in sorted(kwargs.items())))
 
@@ -167,8 +167,11 @@ def _label(fn: Callable[..., Any]) -> str:
 
 
 def callable_target(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
-                    clock: str, name: str | None = None) -> Target:
-    """A Target calling ``fn(*args, **kwargs)`` through vectorcall, with its call floor.
+                    clock: str, name: str | None = None, *,
+                    identify: bool = True) -> Target:
+    """A Target calling ``fn(*args, **kwargs)`` through vectorcall, with its call floor and
+    its identity (:func:`fastbench.identity.callable_identity`; ``identify=False`` skips it,
+    for targets whose measurements are never saved as replicates).
 
     Raises
     ------
@@ -183,4 +186,5 @@ def callable_target(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[
         _core.Sampler.calls(floor_fn, args, kwargs, clock),
         clock, floor_kind, _label(fn) if name is None else name,
         _callable_key(fn, args, kwargs),
+        callable_identity(fn, args, kwargs) if identify else None,
     )

@@ -22,28 +22,36 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from ..identity import imported_packages, is_user_file
 from ..measurement import Measurement
 from .callables import measure
 from .config import run_config
-from .sampling import run_rounds
+from .sampling import run_rounds, run_target
 from .statement import statement_target, timeit
 from .targets import Target, callable_target
 from .workers import ImportRef, WorkerJob, loading_main_script
 
-_USAGE = "usage: python -m fastbench.timing.worker SPEC OUT"
+_USAGE = "usage: python -m fastbench.timing.worker SPEC OUT [--sync READ_FD WRITE_FD]"
 
 
 def main(argv: Sequence[str]) -> int:
     """Run the job in the spec file ``argv[0]`` and write its result to ``argv[1]``.
 
+    With ``--sync READ_FD WRITE_FD`` (a duet, fastbench.timing.duets), a callable or
+    statement job writes one byte to WRITE_FD once prepared and warmed up, and waits for
+    one byte on READ_FD before its counted samples, so that both partners sample at once.
+
     Returns the exit status: 0 with the Measurement's ``to_dict()`` JSON in OUT; 1 after
     any exception, whose traceback goes to stderr and whose summary goes to OUT as
     ``{"worker_error": {"status", "stage", "error"}}``; 2 for a wrong command line.
     """
-    if len(argv) != 2:
+    sync: tuple[int, int] | None = None
+    if len(argv) == 5 and argv[2] == "--sync" and argv[3].isdigit() and argv[4].isdigit():
+        sync = (int(argv[3]), int(argv[4]))
+    elif len(argv) != 2:
         sys.stderr.write(_USAGE + "\n")
         return 2
-    spec_path, out_path = argv
+    spec_path, out_path = argv[:2]
     # A crash (SIGSEGV, SIGABRT...) prints the Python stack to stderr, and so does the
     # parent's SIGUSR1 before it kills a worker past its timeout; neither costs a thing
     # while the samples run.
@@ -56,7 +64,13 @@ def main(argv: Sequence[str]) -> int:
         if job.main_path is not None:
             stage = f"re-running the __main__ script {job.main_path}"
             _run_main_script(job.main_path)
-        if job.kind == "callable":
+        if sync is not None and job.kind in ("callable", "statement"):
+            stage = "preparing the duet's target"
+            cfg = run_config(**{k: v for k, v in job.options.items() if k in _SYNCED_OPTIONS})
+            target = _variant_target(job, cfg.clock)
+            status, stage = "exception", "measuring"
+            result = run_target(target, cfg, ready=_synced(*sync)).to_dict()
+        elif job.kind == "callable":
             stage = f"importing {job.module}:{job.qualname}"
             fn = _import_callable(job)
             stage = "importing the arguments"
@@ -82,6 +96,8 @@ def main(argv: Sequence[str]) -> int:
         else:
             raise ValueError(f"unknown job kind {job.kind!r}; expected 'callable', "
                              "'statement' or 'rounds'")
+        if job.kind == "statement":
+            result = _with_import_check(job, result)
     except BaseException as exc:  # noqa: BLE001 - SystemExit from the workload fails it too
         traceback.print_exc()
         _write(out_path, {"worker_error": {
@@ -91,6 +107,51 @@ def main(argv: Sequence[str]) -> int:
         return 1
     _write(out_path, result)
     return 0
+
+
+# The options a duet's worker takes: those of the timing itself (memory and counters would
+# run after the samples and are not paired).
+_SYNCED_OPTIONS = ("warmup", "min_time_s", "repeat", "duration_s", "loops", "clock",
+                   "disable_gc", "max_time_s", "target_rel_ci")
+
+
+def _synced(read_fd: int, write_fd: int) -> Callable[[], None]:
+    """The ``ready`` of a duet: say so on ``write_fd``, wait for the go on ``read_fd``."""
+    def ready() -> None:
+        os.write(write_fd, b"r")
+        if os.read(read_fd, 1) != b"g":
+            raise RuntimeError("the duet's parent went away before the samples started")
+    return ready
+
+
+# A version's code directories (fastbench.timing.versions), separated by os.pathsep: the
+# packages its statement imports must come from there.
+ENV_VERSION_ROOTS = "FASTBENCH_VERSION_ROOTS"
+
+
+def _with_import_check(job: WorkerJob, result: dict[str, Any]) -> dict[str, Any]:
+    """A version's result with a warning for each package its statement imported from the
+    user's code outside the version's directories (an editable install of the project
+    hands its working tree to every version that way)."""
+    roots = [os.path.realpath(r) for r in os.environ.get(ENV_VERSION_ROOTS, "").split(os.pathsep)
+             if r]
+    if not roots:
+        return result
+    found = []
+    for top in sorted(imported_packages(job.setup) | imported_packages(job.stmt)):
+        path = getattr(sys.modules.get(top), "__file__", None)
+        if not path or not is_user_file(str(path)):
+            continue
+        real = os.path.realpath(str(path))
+        if not any(real == r or real.startswith(r + os.sep) for r in roots):
+            found.append(f"{top} from {path}")
+    if not found:
+        return result
+    text = (f"version import: {', '.join(found)}, outside this version's code "
+            f"({', '.join(roots)}): another path entry or an editable install came first, so "
+            "this may not be the version's own code; uninstall the editable install, or give "
+            "--install")
+    return {**result, "warnings": [*result.get("warnings", []), text]}
 
 
 def _load(spec_path: str) -> WorkerJob:

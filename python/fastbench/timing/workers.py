@@ -51,9 +51,10 @@ from ..counters.simulation.target import callable_spec
 from ..errors import FastbenchError, file_tail
 from ..measurement import Measurement
 
-__all__ = ["CALLABLE_OPTIONS", "ROUNDS_OPTIONS", "STATEMENT_OPTIONS", "ImportRef", "WorkerError",
-           "WorkerJob", "callable_job", "importable", "interleaved_order", "rounds_job",
-           "run_interleaved", "run_together", "run_workers", "statement_job"]
+__all__ = ["CALLABLE_OPTIONS", "ROUNDS_OPTIONS", "STATEMENT_OPTIONS", "ImportRef", "Launch",
+           "Started", "Who", "WorkerError", "WorkerJob", "callable_job", "finish_worker",
+           "importable", "interleaved_order", "kill_worker", "rounds_job", "run_interleaved",
+           "run_together", "run_workers", "start_worker", "statement_job", "write_specs"]
 
 # The options a worker passes to measure() and to timeit(); the rest of their parameters
 # (name, and those that start workers) are the job's or the parent's.
@@ -257,6 +258,30 @@ class WorkerJob:
     sys_path: list[str] = field(default_factory=list)
     globals: bytes = b""
     variants: tuple[WorkerJob, ...] = ()
+
+
+@dataclass(frozen=True)
+class Launch:
+    """Where a worker process starts: its interpreter, working directory and environment
+    (the parent's by default). Versions of the code run in their own checkout, and under
+    their own interpreter where one is given (fastbench.timing.versions).
+
+    Attributes
+    ----------
+    python : str
+        The interpreter ("" for this one, ``sys.executable``).
+    cwd : str or None
+        The working directory (None: the parent's).
+    env : mapping of str to str, optional
+        Variables set in the worker's environment on top of the parent's.
+    """
+
+    python: str = ""
+    cwd: str | None = None
+    env: Mapping[str, str] | None = None
+
+
+_HERE = Launch()
 
 
 def callable_job(fn: Callable[..., Any] | str, args: Sequence[Any] = (),
@@ -686,6 +711,7 @@ def run_workers(job: WorkerJob, processes: int, *, timeout_s: float | None = 600
 def run_interleaved(jobs: Mapping[str, WorkerJob], processes: int, *,
                     timeout_s: float | None = 600.0,
                     progress: Callable[[int, int, str], None] | None = None,
+                    launches: Mapping[str, Launch] | None = None,
                     ) -> dict[str, list[Measurement]]:
     """Measure each job in ``processes`` workers, the variants taking turns in the order of
     :func:`interleaved_order` (A B B A ...), one worker at a time.
@@ -702,6 +728,9 @@ def run_interleaved(jobs: Mapping[str, WorkerJob], processes: int, *,
     progress : callable, optional
         Called as ``progress(i, total, name)`` before the i-th worker (from 1) of ``total``
         starts, ``name`` being its variant.
+    launches : mapping of str to Launch, optional
+        Where each variant's workers start (its interpreter, directory, environment); the
+        parent's for a variant not named.
 
     Returns
     -------
@@ -735,7 +764,8 @@ def run_interleaved(jobs: Mapping[str, WorkerJob], processes: int, *,
     timeout = None if timeout_s is None else check_seconds("timeout_s", timeout_s)
     if progress is not None and not callable(progress):
         raise TypeError(f"progress must be callable or None, got {type(progress).__name__}")
-    return _run_in_order(jobs, order, count, timeout, progress, Measurement.from_dict)
+    return _run_in_order(jobs, order, count, timeout, progress, Measurement.from_dict,
+                         launches)
 
 
 def run_together(job: WorkerJob, processes: int, *, timeout_s: float | None = 600.0,
@@ -800,25 +830,34 @@ def run_together(job: WorkerJob, processes: int, *, timeout_s: float | None = 60
 _T = TypeVar("_T")
 
 
+def write_specs(jobs: Mapping[str, WorkerJob], tmp: Path) -> dict[str, Path]:
+    """Each job's spec file in ``tmp``: the plain sys.path the bootstrap reads first, and
+    the pickled job."""
+    specs: dict[str, Path] = {}
+    for j, (key, job) in enumerate(jobs.items()):
+        specs[key] = tmp / f"spec{j}.pickle"
+        spec = {"sys_path": list(job.sys_path),
+                "job": pickle.dumps(job, protocol=pickle.HIGHEST_PROTOCOL)}
+        specs[key].write_bytes(pickle.dumps(spec, protocol=pickle.HIGHEST_PROTOCOL))
+    return specs
+
+
 def _run_in_order(jobs: Mapping[str, WorkerJob], order: list[str], count: int,
                   timeout: float | None, progress: Callable[[int, int, str], None] | None,
-                  read: Callable[[Any], _T]) -> dict[str, list[_T]]:
+                  read: Callable[[Any], _T],
+                  launches: Mapping[str, Launch] | None = None) -> dict[str, list[_T]]:
     """One worker per entry of ``order`` (a key of ``jobs``), one after the other, each
     result read from its JSON by ``read``; by key, in the order they ran."""
     results: dict[str, list[_T]] = {key: [] for key in jobs}
     with tempfile.TemporaryDirectory(prefix="fastbench-workers-") as tmp_name:
         tmp = Path(tmp_name)
-        specs: dict[str, Path] = {}
-        for j, (key, job) in enumerate(jobs.items()):
-            specs[key] = tmp / f"spec{j}.pickle"
-            spec = {"sys_path": list(job.sys_path),
-                    "job": pickle.dumps(job, protocol=pickle.HIGHEST_PROTOCOL)}
-            specs[key].write_bytes(pickle.dumps(spec, protocol=pickle.HIGHEST_PROTOCOL))
+        specs = write_specs(jobs, tmp)
         for step, key in enumerate(order):
             if progress is not None:
                 progress(step + 1, len(order), key)
-            who = _Who(len(results[key]), count, key)
-            results[key].append(_run_worker(specs[key], tmp, step, timeout, who, read))
+            who = Who(len(results[key]), count, key)
+            launch = (launches or {}).get(key, _HERE)
+            results[key].append(_run_worker(specs[key], tmp, step, timeout, who, read, launch))
     return results
 
 
@@ -830,7 +869,9 @@ def _job_name(job: object) -> str:
 
 
 @dataclass(frozen=True)
-class _Who:
+class Who:
+    """Which worker this is, for messages: its index among those of its variant."""
+
     index: int
     count: int
     variant: str
@@ -839,41 +880,71 @@ class _Who:
         return f"worker {self.index + 1} of {self.count} for {self.variant!r}"
 
 
-def _run_worker(spec: Path, tmp: Path, step: int, timeout_s: float | None, who: _Who,
-                read: Callable[[Any], _T]) -> _T:
+@dataclass
+class Started:
+    """A worker process started by :func:`start_worker`, and where it writes."""
+
+    proc: subprocess.Popen[bytes]
+    out: Path
+    stderr_path: Path
+    who: Who
+
+
+def start_worker(spec: Path, tmp: Path, step: int, who: Who, launch: Launch = _HERE, *,
+                 extra_args: Sequence[str] = (), pass_fds: Sequence[int] = ()) -> Started:
+    """Start one worker on ``spec`` (it writes ``result<step>.json`` in ``tmp``), without
+    waiting for it."""
     out = tmp / f"result{step}.json"
     stderr_path = tmp / f"stderr{step}"
-    argv = [sys.executable, "-c", _BOOTSTRAP, str(spec), str(out)]
+    argv = [launch.python or sys.executable, "-c", _BOOTSTRAP, str(spec), str(out), *extra_args]
+    env = None if not launch.env else {**os.environ, **launch.env}
     with open(tmp / f"stdout{step}", "wb") as stdout, open(stderr_path, "wb") as stderr:
         # A session of its own: a timeout or Ctrl-C kills whatever the workload started too,
         # and the terminal's Ctrl-C reaches only this process, which then kills the worker.
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr,
-                                start_new_session=True)
-        try:
-            code = proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            _kill(proc, dump_stack=True)
-            tail = file_tail(stderr_path)
-            raise WorkerError(
-                f"{who} did not finish within timeout_s={timeout_s:g} s and was killed with "
-                "its process group; pass a larger timeout_s (None for no limit) or a shorter "
-                "run (duration_s, repeat, max_time_s)" + _quoted(tail),
-                index=who.index, variant=who.variant, status="timeout", stderr=tail,
-            ) from None
-        except BaseException:
-            _kill(proc, dump_stack=False)
-            raise
+                                start_new_session=True, cwd=launch.cwd, env=env,
+                                pass_fds=tuple(pass_fds))
+    return Started(proc, out, stderr_path, who)
+
+
+def finish_worker(w: Started, timeout_s: float | None, read: Callable[[Any], _T]) -> _T:
+    """Wait for a started worker (killing it and its group past ``timeout_s``) and read its
+    result; WorkerError when it failed."""
+    try:
+        code = w.proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        kill_worker(w, dump_stack=True)
+        tail = file_tail(w.stderr_path)
+        raise WorkerError(
+            f"{w.who} did not finish within worker_timeout_s={timeout_s:g} s and was killed "
+            "with its process group; pass a larger worker_timeout_s (None for no limit) or a "
+            "shorter run (duration_s, repeat, max_time_s)" + _quoted(tail),
+            index=w.who.index, variant=w.who.variant, status="timeout", stderr=tail,
+        ) from None
+    except BaseException:
+        kill_worker(w, dump_stack=False)
+        raise
     if code == 0:
         try:
-            return read(json.loads(out.read_text(encoding="utf-8")))
+            return read(json.loads(w.out.read_text(encoding="utf-8")))
         except (OSError, ValueError, TypeError, KeyError) as exc:
-            tail = file_tail(stderr_path)
-            why = (f"an unreadable result ({exc})" if out.exists() else
+            tail = file_tail(w.stderr_path)
+            why = (f"an unreadable result ({exc})" if w.out.exists() else
                    "no result (did the workload call os._exit(0)?)")
-            raise WorkerError(f"{who} exited with status 0 but wrote {why}" + _quoted(tail),
-                              index=who.index, variant=who.variant, status="no-result",
+            raise WorkerError(f"{w.who} exited with status 0 but wrote {why}" + _quoted(tail),
+                              index=w.who.index, variant=w.who.variant, status="no-result",
                               returncode=0, stderr=tail) from None
-    raise _failure(who, code, out, file_tail(stderr_path))
+    raise _failure(w.who, code, w.out, file_tail(w.stderr_path))
+
+
+def kill_worker(w: Started, *, dump_stack: bool) -> None:
+    """Kill a started worker and its process group (SIGUSR1 first, for its stack)."""
+    _kill(w.proc, dump_stack=dump_stack)
+
+
+def _run_worker(spec: Path, tmp: Path, step: int, timeout_s: float | None, who: Who,
+                read: Callable[[Any], _T], launch: Launch = _HERE) -> _T:
+    return finish_worker(start_worker(spec, tmp, step, who, launch), timeout_s, read)
 
 
 def _kill(proc: subprocess.Popen[bytes], *, dump_stack: bool) -> None:
@@ -944,7 +1015,7 @@ def _group_members(pgid: int) -> list[int] | None:
     return [int(e) for e in entries if e.isdigit() and _process_state(int(e), pgid) is not None]
 
 
-def _failure(who: _Who, code: int, out: Path, tail: str) -> WorkerError:
+def _failure(who: Who, code: int, out: Path, tail: str) -> WorkerError:
     """The error of a worker that exited non-zero: what it reported in ``out`` if it could
     (an exception, and the stage it was at), else its exit status or signal."""
     try:
