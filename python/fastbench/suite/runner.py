@@ -327,8 +327,10 @@ def _time_batch(variants: Mapping[str, _Variant], plan: _Inputs, batch: int, cfg
     names = list(variants)
     targets: dict[str, Target] = {}
     for name, v in variants.items():
+        # A suite's records are not saved as replicates: no identity to fingerprint (a
+        # model's weights would be hashed for every batch size).
         targets[name] = callable_target(v.call(*plan.args(name, batch)), (), {}, cfg.clock,
-                                        name=name)
+                                        name=name, identify=False)
     samples: dict[str, list[float]] = {n: [] for n in names}
     spent = dict.fromkeys(names, 0.0)
     order = [names[i] for i in rng.permutation(len(names))]

@@ -337,9 +337,9 @@ def prepared_versions(versions: Mapping[str, Version], *, install: str | None = 
 
 
 def _pick_design(design: str, count: int) -> tuple[str, str, tuple[int, int] | None]:
-    cores, why = duet_cores()
     if design == "interleaved":
         return "interleaved", "asked for", None
+    cores, why = duet_cores()
     if count != 2:
         if design == "duet":
             raise ValueError(f"design='duet' pairs two versions; got {count} (use "
