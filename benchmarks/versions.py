@@ -182,8 +182,9 @@ def main() -> None:
         raise SystemExit(f"unknown design(s) {unknown}; choose from {', '.join(DESIGNS)}")
     if "e" in designs and "b" not in designs:
         designs.insert(designs.index("e"), "b")
-    chosen = [s for s in SLOWDOWNS if f"{s * 100:.0f}" in args.slowdowns.split(",")]
-    if len(chosen) != len([x for x in args.slowdowns.split(",") if x]):
+    asked = [x for x in args.slowdowns.split(",") if x]
+    chosen = [s for s in SLOWDOWNS if f"{s * 100:.0f}" in asked]
+    if len(chosen) != len(asked):
         raise SystemExit(f"--slowdowns takes a comma list of "
                          f"{', '.join(f'{s * 100:.0f}' for s in SLOWDOWNS)}")
     pairs = [("A/A", "A'", args.aa)] + [(f"+{s:.0%}", f"+{s:.0%}", args.trials) for s in chosen]
@@ -206,6 +207,7 @@ def main() -> None:
             for trial in range(count):
                 base, cand = commits["A"], commits[name]
                 said: list[str] = []
+                asv: list[str] = []
                 for d in designs:
                     if d == "e":
                         continue
@@ -226,13 +228,13 @@ def main() -> None:
                             for key, factor in (("e", 1.1), ("e1", 1.0)):
                                 rule = asv_rule(c, factor)
                                 tally[key][label][rule] += 1
-                                said.append(f"{key} {rule}")
+                                asv.append(f"{key} {rule}")
                     else:
                         verdict = pyperf_trial(repo, base, cand, work, env)
                     seconds[d].append(time.monotonic() - t0)
                     tally[d][label][verdict] += 1
-                    said.insert(len(said) - (2 if d == "b" and "e" in designs else 0),
-                                f"{d} {verdict}")
+                    said += [f"{d} {verdict}", *asv]  # asv's rule after (b), on its workers
+                    asv = []
                 # Each trial's verdicts as they come, so a stopped run still shows its figures.
                 print(f"  {label} trial {trial + 1}/{count}: {'; '.join(said)}; "
                       f"{time.monotonic() - start:.0f} s in all", flush=True)
