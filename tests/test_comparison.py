@@ -1,5 +1,6 @@
-"""Tests for fastbench.compare: the rotating interleaved schedule (checked by recording the
-call order), paired verdicts against native spins of known duration (including A/A runs
+"""Tests for fastbench.compare: the interleaved schedule (checked by recording the call
+order: two variants alternate, more go in a fresh random order each round, so none has a fixed
+predecessor), paired verdicts against native spins of known duration (including A/A runs
 that must find nothing), the multiple-testing correction recomputed from the samples, the
 time budget, the Comparison record's round trips, and compare_measurements on synthetic
 lognormal samples with a known shift.
@@ -19,7 +20,7 @@ from scipy import stats as sps
 
 import fastbench
 from fastbench import Comparison, Measurement, _core, compare, compare_measurements
-from fastbench.timing.sampling import rotation
+from fastbench.timing.sampling import order_design, round_order
 from fastbench.stats import SampleComparison, adjust_pvalues, compare_samples
 
 NO_DIFF = "no significant difference"
@@ -154,39 +155,68 @@ def test_non_str_variant_names() -> None:
 
 
 # -- the schedule -----------------------------------------------------------------------------
-@pytest.mark.parametrize("k", [2, 3, 5])
-def test_rotation_is_balanced(k: int) -> None:
+def test_two_variants_alternate() -> None:
+    rng = np.random.default_rng(0)
+    orders = [round_order(["a", "b"], r, rng) for r in range(6)]
+    assert orders == [["a", "b"], ["b", "a"]] * 3
+    assert order_design(2).startswith("alternating")
+
+
+def _predecessors(sequence: list[str]) -> dict[str, Counter[str]]:
+    """For each name, how often each name came right before it in ``sequence``."""
+    before: dict[str, Counter[str]] = {n: Counter() for n in set(sequence)}
+    for prev, cur in zip(sequence, sequence[1:]):
+        before[cur][prev] += 1
+    return before
+
+
+@pytest.mark.parametrize("k", [3, 4, 6])
+def test_more_variants_have_no_fixed_predecessor(k: int) -> None:
+    """Every round holds each name once, and over many rounds each name follows every other
+    as often as a uniformly random order predicts: within a round a name at position > 0
+    (probability (k-1)/k) follows each of the k-1 others alike, and across a round's edge it
+    follows any of the k names (itself included) with probability 1/k each. The counts are
+    tested against those probabilities (chi-square, fixed seed). A fixed order rotated by one
+    fails this: a name follows the same one in k-1 of k rounds."""
     names = [f"v{i}" for i in range(k)]
-    positions: Counter[tuple[str, int]] = Counter()
-    for r in range(3 * k):  # whole cycles of k rounds
-        order = rotation(names, r)
-        assert sorted(order) == names  # every variant exactly once per round
-        assert order[0] == names[r % k]
-        positions.update((name, pos) for pos, name in enumerate(order))
-    assert positions == Counter({(name, pos): 3 for name in names for pos in range(k)})
+    rng = np.random.default_rng(1)
+    rounds = 400 * k
+    sequence: list[str] = []
+    for r in range(rounds):
+        order = round_order(names, r, rng)
+        assert sorted(order) == names
+        sequence += order
+    within = (k - 1) / k * (1 / (k - 1))  # share of calls after a given other name, in-round
+    edge = 1 / k * (1 / k)                # ... across a round's edge
+    for name, counts in _predecessors(sequence).items():
+        calls = sum(counts.values())
+        expected = [calls * (within + edge if other != name else edge) for other in names]
+        observed = [counts[other] for other in names]
+        total = sum(expected)
+        expected = [e * calls / total for e in expected]
+        assert sps.chisquare(observed, expected).pvalue > 1e-3, (name, observed, expected)
+        assert max(counts[o] for o in names if o != name) / calls < 1.5 * (within + edge)
+    assert order_design(k) == "a fresh random order each round"
 
 
-def test_rotation_does_not_mutate() -> None:
-    names = ["a", "b", "c"]
-    assert rotation(names, 4) == ["b", "c", "a"]
-    assert names == ["a", "b", "c"]
-
-
-def test_rounds_are_interleaved_and_rotated() -> None:
+def test_rounds_are_interleaved_without_a_fixed_predecessor() -> None:
     log: list[str] = []
-    names = ["a", "b", "c"]
-    rounds = 7
+    names = ["a", "b", "c", "d"]
+    rounds = 80
     c = compare({n: _logger(log, n) for n in names}, baseline="a", rounds=rounds,
                 loops=1, warmup=0, min_time_s=0.002)
     assert c.rounds == rounds
+    assert c.design == "rounds in one process, a fresh random order each round"
     # With loops=1 each sample is exactly one call; anything before the rounds (there
     # should be nothing: the floors call a no-op) is ignored.
     tail = log[-rounds * len(names):]
     for r in range(rounds):
-        got = tail[r * len(names):(r + 1) * len(names)]
-        assert got == rotation(names, r), (r, got)
-        assert got[0] == names[r % len(names)]
+        assert sorted(tail[r * len(names):(r + 1) * len(names)]) == names
     assert len(log) == rounds * len(names)
+    # A fixed order rotated by one gives each variant one predecessor in 3 of 4 calls; a
+    # random order about 5 in 16 (see above).
+    for name, counts in _predecessors(tail).items():
+        assert max(counts.values()) / sum(counts.values()) < 0.5, (name, counts)
 
 
 # -- paired results ---------------------------------------------------------------------------

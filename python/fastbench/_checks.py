@@ -48,11 +48,14 @@ def _real(name: str, value: Any, what: str) -> float:
     return float(value)
 
 
-def check_seconds(name: str, value: Any) -> float:
-    """``value`` as a finite positive number of seconds, else TypeError / ValueError."""
+def check_seconds(name: str, value: Any, *, maximum: float | None = None) -> float:
+    """``value`` as a finite positive number of seconds (at most ``maximum`` when given),
+    else TypeError / ValueError."""
     seconds = _real(name, value, "a number of seconds")
     if not math.isfinite(seconds) or seconds <= 0.0:
         raise ValueError(f"{name} must be finite and > 0 seconds, got {value!r}")
+    if maximum is not None and seconds > maximum:
+        raise ValueError(f"{name} must be at most {maximum:g} seconds, got {value!r}")
     return seconds
 
 

@@ -28,6 +28,14 @@ from .units import format_ns, format_rel
 # Why sampling stopped: all `repeat` samples taken, the `target_rel_ci` reached, or the
 # `max_time_s` budget spent first.
 STOP_REASONS = ("repeat", "duration_s", "target_rel_ci", "max_time_s")
+# The range a time per call can hold in a results file: a femtosecond to about 30 years. A
+# value outside it is no measurement, and ratios or formatting of it would overflow.
+MIN_SAMPLE_NS = 1e-6
+MAX_SAMPLE_NS = 1e18
+# The most loops per sample (fastbench.timing.config.MAX_COUNT) and the widest run-to-run
+# variation a file may state (1000%).
+MAX_LOOPS = 1 << 40
+MAX_RUN_VARIATION = 10.0
 
 # Warn when at least this share of the samples ran in interference phases and they moved
 # the median of all samples by at least this much.
@@ -392,9 +400,21 @@ class Measurement:
         missing = [k for k in required if k not in data]
         if missing:
             raise ValueError(f"Measurement data lacks {', '.join(missing)}")
-        samples = np.asarray(data["samples_ns"], dtype=np.float64)
-        if samples.ndim != 1 or samples.size == 0 or not np.all(np.isfinite(samples)):
-            raise ValueError("Measurement samples_ns must be a non-empty list of finite numbers")
+        samples = check_samples(data["samples_ns"], "samples_ns")
+        warmup = check_samples(data.get("warmup_samples_ns", []), "warmup_samples_ns",
+                               empty=True)
+        loops = _ranged_int(data["loops"], "loops", 1, MAX_LOOPS)
+        floors = {k: _ranged(data.get(k, 0.0), k, 0.0, MAX_SAMPLE_NS)
+                  for k in ("overhead_ns", "overhead_mad_ns", "call_floor_ns",
+                            "call_floor_mad_ns", "clock_resolution_ns")}
+        # An empty call's cost can exceed a near-empty call's samples by noise, never by
+        # an order of magnitude: beyond that the file holds no floor of this call.
+        if floors["call_floor_ns"] > 10.0 * float(samples.max()):
+            raise ValueError(f"Measurement call_floor_ns ({floors['call_floor_ns']:g}) is over "
+                             "ten times the longest sample: no empty call of this one")
+        elapsed = _ranged(data.get("elapsed_s", 0.0), "elapsed_s", 0.0, 1e9)
+        trials = _ranged_int(data.get("calibration_trials", 0), "calibration_trials", 0,
+                             MAX_LOOPS)
         stop_reason = str(data.get("stop_reason", "repeat"))
         if stop_reason not in STOP_REASONS:
             raise ValueError(f"unknown stop_reason {stop_reason!r}; expected one of {STOP_REASONS}")
@@ -407,19 +427,21 @@ class Measurement:
                              "samples, with one positive run_loops entry per run")
         variation = data.get("run_variation")
         variation_df = data.get("run_variation_df")
+        if target is not None and not 0.0 < _ranged(target, "target_rel_ci", 0.0, 1.0) < 1.0:
+            raise ValueError(f"Measurement target_rel_ci must be in (0, 1), got {target!r}")
         return cls(
             samples_ns=samples,
-            loops=int(data["loops"]),
-            warmup_samples_ns=np.asarray(data.get("warmup_samples_ns", []), dtype=np.float64),
+            loops=loops,
+            warmup_samples_ns=warmup,
             clock=str(data["clock"]),
-            overhead_ns=float(data["overhead_ns"]),
-            overhead_mad_ns=float(data.get("overhead_mad_ns", 0.0)),
-            call_floor_ns=float(data["call_floor_ns"]),
-            call_floor_mad_ns=float(data.get("call_floor_mad_ns", 0.0)),
+            overhead_ns=floors["overhead_ns"],
+            overhead_mad_ns=floors["overhead_mad_ns"],
+            call_floor_ns=floors["call_floor_ns"],
+            call_floor_mad_ns=floors["call_floor_mad_ns"],
             call_floor_kind=str(data.get("call_floor_kind", "python")),
             name=str(data.get("name", "")),
-            calibration_trials=int(data.get("calibration_trials", 0)),
-            elapsed_s=float(data.get("elapsed_s", 0.0)),
+            calibration_trials=trials,
+            elapsed_s=elapsed,
             target_rel_ci=None if target is None else float(target),
             stop_reason=stop_reason,
             warnings=tuple(_saved_warning(str(w)) for w in data.get("warnings", ())),
@@ -427,10 +449,12 @@ class Measurement:
             memory=None if data.get("memory") is None else CallMemory.from_dict(data["memory"]),
             run_lengths=run_lengths,
             run_loops=run_loops,
-            run_variation=None if variation is None else float(variation),
-            run_variation_df=None if variation_df is None else int(variation_df),
+            run_variation=None if variation is None else _ranged(
+                variation, "run_variation", 0.0, MAX_RUN_VARIATION),
+            run_variation_df=None if variation_df is None else _ranged_int(
+                variation_df, "run_variation_df", 1, 1 << 20),
             workload=str(data.get("workload", "")),
-            clock_resolution_ns=float(data.get("clock_resolution_ns", 0.0)),
+            clock_resolution_ns=floors["clock_resolution_ns"],
             identity=None if data.get("identity") is None else Identity.from_dict(data["identity"]),
         )
 
@@ -640,3 +664,38 @@ def measurement_warnings(m: Measurement, clock_reason: str = "") -> tuple[Warnin
             f"floor {format_ns(m.call_floor_ns)}): the figure is mostly call overhead",
             "call-floor-noise"))
     return tuple(found)
+
+
+def _ranged(value: Any, name: str, low: float, high: float) -> float:
+    """``value`` as a float within [low, high] (ValueError naming the field otherwise)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"Measurement {name} must be a number, got {type(value).__name__}")
+    v = float(value)
+    if not low <= v <= high:  # NaN fails too
+        raise ValueError(f"Measurement {name} must be from {low:g} to {high:g}, got {value!r}")
+    return v
+
+
+def _ranged_int(value: Any, name: str, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"Measurement {name} must be an integer, got {value!r}")
+    if not low <= value <= high:
+        raise ValueError(f"Measurement {name} must be from {low} to {high}, got {value}")
+    return int(value)
+
+
+def check_samples(values: Any, name: str, *, empty: bool = False) -> NDArray[np.float64]:
+    """Times per call from a file (or another tool's) as a float array, each within
+    [:data:`MIN_SAMPLE_NS`, :data:`MAX_SAMPLE_NS`]; ValueError naming ``name`` otherwise."""
+    try:
+        arr = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"Measurement {name} must be a list of numbers ({exc})") from None
+    if arr.ndim != 1 or (arr.size == 0 and not empty):
+        raise ValueError(f"Measurement {name} must be a non-empty list of numbers")
+    if arr.size and not (np.all(np.isfinite(arr)) and arr.min() >= MIN_SAMPLE_NS
+                         and arr.max() <= MAX_SAMPLE_NS):
+        raise ValueError(f"Measurement {name} must hold times per call from "
+                         f"{MIN_SAMPLE_NS:g} to {MAX_SAMPLE_NS:g} ns")
+    return arr
+

@@ -100,6 +100,50 @@ def test_debug_shows_the_traceback() -> None:
     assert "Traceback" in r.stderr and "ZeroDivisionError" in r.stderr
 
 
+def test_tour_accuracy_check_judges_against_the_least_reference() -> None:
+    # A busy host once stretched the reference (a mean of 1000 spins in one block) to 1099 ns
+    # while the measured net median stayed within 0.33% of the least block (1023.5 ns): the
+    # check read -6.53%. Against the least of several blocks it reads +0.33%, and says that
+    # the blocks spread.
+    from fastbench.cli.tour import _accuracy_lines
+
+    lines = _accuracy_lines(1026.9, [1099.2, 1023.5, 5070.8, 1030.0])
+    assert "true duration 1023.5 ns" in lines[0] and "net error +0.33%" in lines[0]
+    assert "ranged 1023.5-5070.8 ns: the host was busy" in lines[1]
+    quiet = _accuracy_lines(1001.0, [1000.0, 1002.0, 1001.0])
+    assert len(quiet) == 1 and "net error +0.10%" in quiet[0]
+
+
+def test_compare_shows_a_crafted_files_escape_sequences_as_text(tmp_path: Path) -> None:
+    # A results file whose warning moves the cursor up a line and erases it, then writes a
+    # verdict row of its own, and whose name starts a new line: both are shown as text.
+    import json
+
+    import numpy as np
+
+    def saved(name: str, ns: float) -> Path:
+        m = fastbench.Measurement(samples_ns=np.full(30, ns) + np.arange(30) * 0.01, loops=100,
+                                  warmup_samples_ns=np.empty(0), clock="tsc", overhead_ns=0.5,
+                                  overhead_mad_ns=0.1, call_floor_ns=20.0,
+                                  call_floor_mad_ns=1.0, name=name)
+        path = tmp_path / f"{name}.json"
+        fastbench.save(m, path)
+        return path
+
+    a, b = saved("a", 1000.0), saved("b", 1010.0)
+    doc = json.loads(b.read_text())
+    text = json.dumps(doc)
+    assert '"warnings": []' in text
+    crafted = "\x1b[1A\x1b[2K  b  1.500x  faster\rfake\nline"
+    text = text.replace('"warnings": []', '"warnings": ' + json.dumps([crafted]), 1)
+    b.write_text(text)
+    r = run("compare", str(a), str(b))
+    assert r.returncode == 0, r.stderr
+    assert "\x1b" not in r.stdout and "\r" not in r.stdout
+    assert "\\x1b[1A\\x1b[2K  b  1.500x  faster\\rfake\\nline" in r.stdout
+    assert not any(line.startswith("line") for line in r.stdout.splitlines())
+
+
 @pytest.mark.slow  # the whole tour, a calibration included
 def test_tour_runs_and_writes_its_report(tmp_path: Path) -> None:
     out = tmp_path / "tour.txt"

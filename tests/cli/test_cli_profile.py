@@ -62,6 +62,43 @@ def test_profile_a_script_by_sampling(tmp_path: Path) -> None:
     assert any("busy" in line for line in lines)
 
 
+@pytest.mark.parametrize("ending, status, said", [
+    ("sys.exit(3)", 3, "exited with status 3"),
+    ("raise ValueError('broken input')", 1, "raised ValueError: broken input"),
+])
+def test_a_failing_script_is_still_profiled_and_its_status_passed_on(
+        tmp_path: Path, ending: str, status: int, said: str) -> None:
+    script = tmp_path / "work.py"
+    script.write_text("import sys\nfrom fastbench import _core\n"
+                      "def busy():\n    _core.spin(3e8)\n"
+                      f"busy()\n{ending}\n")
+    saved = tmp_path / "p.json"
+    r = run("profile", "-o", str(saved), "--", "python", str(script))
+    assert r.returncode == status, r.stderr
+    assert "busy" in r.stdout and said in r.stderr
+    if "raise" in ending:
+        assert "Traceback" in r.stderr and "ValueError: broken input" in r.stderr
+    assert fastbench.load(saved).samples > 50
+
+
+def test_a_forked_child_does_not_save_over_its_parents_profile(tmp_path: Path) -> None:
+    # The child leaves the script's code at once (exit 0); the parent works on. Only the
+    # parent reports and saves: one "saved to" line, the parent's work in the profile.
+    script = tmp_path / "forks.py"
+    script.write_text("import os, sys\nfrom fastbench import _core\n"
+                      "def busy():\n    _core.spin(3e8)\n"
+                      "pid = os.fork()\n"
+                      "if pid == 0:\n    sys.exit(0)\n"
+                      "os.waitpid(pid, 0)\nbusy()\n")
+    saved = tmp_path / "p.json"
+    r = run("profile", "-o", str(saved), "--", "python", str(script))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.count("saved to") == 1
+    profile = fastbench.load(saved)
+    assert profile.samples > 50
+    assert any("busy" in row.function for row in profile.top(10))
+
+
 @pytest.mark.parametrize("args, message", [
     (("profile",), "give a model"),
     (("profile", "diff", "only-one.json"), "two saved profiles"),

@@ -48,7 +48,7 @@ def test_suite_command_prints_saves_and_draws(tmp_path: Path) -> None:
     (tmp_path / "variants.py").write_text(FACTORY)
     r = run("suite", "variants.py:make", "--arg", "slow_us=400", "--batch", "4,8",
             "--rounds", "12", "--duration", "0", "--no-energy", "-o", "suite.json",
-            "--plot", "fig.png", cwd=tmp_path)
+            "--plot", "fig.png", "--settle-calls", "1", "--seed", "3", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert "Model" in r.stdout and "Accuracy" in r.stdout and "Speedup" in r.stdout
     # fast is quicker and less accurate (32 of 40 right): both are on the front.
@@ -56,6 +56,8 @@ def test_suite_command_prints_saves_and_draws(tmp_path: Path) -> None:
     saved = fastbench.load(tmp_path / "suite.json")
     assert saved["fast"].metric.value == 0.8
     assert set(saved["fast"].throughput) == {4, 8}
+    assert saved.settings["settle_calls"] == 1 and saved.settings["seed"] == 3
+    assert saved.settings["order"] == "alternating (A B, B A, ...)"
     for name in ("fig-latency.png", "fig-pareto.png", "fig-throughput.png"):
         assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 

@@ -22,8 +22,8 @@ import pytest
 
 from fastbench import _core
 from fastbench.profiling import sampler as sampler_module
-from fastbench.profiling.sampler import (MIN_INTERVAL_S, SampleProfile, Sampler, sample,
-                                         sample_script)
+from fastbench.profiling.sampler import (MIN_INTERVAL_S, SampleProfile, Sampler, ScriptFailed,
+                                         sample, sample_script)
 from fastbench.stats.proportion import weighted_wilson_interval, wilson_interval
 
 SLOW_NS, FAST_NS = 3e6, 1e6
@@ -330,12 +330,23 @@ def test_a_script_runs_as_main_with_its_argv(tmp_path: Path) -> None:
     assert again.calls >= 2
 
 
-def test_a_failing_script_propagates(tmp_path: Path) -> None:
+def test_a_failing_script_keeps_the_profile_of_what_ran(tmp_path: Path) -> None:
+    # Work for 0.3 s, then exit 3 (or raise): the failure carries the profile of the work.
     script = tmp_path / "exits.py"
-    script.write_text("import sys\nsys.exit(3)\n")
-    with pytest.raises(SystemExit) as info:
+    body = "import sys\nfrom fastbench import _core\n_core.spin(3e8)\n"
+    script.write_text(body + "sys.exit(3)\n")
+    with pytest.raises(ScriptFailed) as info:
         sample_script(script)
-    assert info.value.code == 3
+    assert info.value.status == 3 and isinstance(info.value.cause, SystemExit)
+    assert info.value.profile.samples > 50 and info.value.profile.wall_s >= 0.3
+    script.write_text(body + "raise KeyError('k')\n")
+    with pytest.raises(ScriptFailed, match="raised KeyError") as info:
+        sample_script(script)
+    assert info.value.status == 1 and info.value.profile.samples > 50
+    script.write_text("import sys\nsys.exit('bad input')\n")
+    with pytest.raises(ScriptFailed) as info:
+        sample_script(script)
+    assert info.value.status == 1  # as Python: a non-int code is printed, the status is 1
     script.write_text("import sys\nsys.exit(0)\n")
     assert sample_script(script).calls == 1
 

@@ -308,3 +308,29 @@ def test_other_namespaces_count_only_by_qualified_name() -> None:
     assert aten_ops.count_op(op, (x,), {}, op(x)) is None
     assert aten_ops.count_op(torch.ops.aten.relu.default, (x,), {}, x.relu()) == \
         Count(0, 4, 16, 16)
+
+
+@pytest.mark.parametrize("norm_first, activation", [(False, "relu"), (True, "gelu")])
+def test_the_fused_encoder_layer_counts_as_its_unfused_path(norm_first: bool,
+                                                            activation: str) -> None:
+    # In eval under no_grad (or inference_mode) nn.TransformerEncoderLayer runs one fused
+    # op, _transformer_encoder_layer_fwd, which counted nothing: "0 FLOPs, overhead-bound"
+    # for 89% of a step. Its count must equal the unfused path's (grad mode), op for op,
+    # and the hand count: QKV, scores, A.V and output projection, the feed-forward pair,
+    # biases, softmax, activation, two residual adds and two layer norms.
+    torch.manual_seed(3)
+    b, t, d, h, f = 2, 12, 32, 4, 64
+    layer = nn.TransformerEncoderLayer(d, h, dim_feedforward=f, batch_first=True,
+                                       norm_first=norm_first, activation=activation).eval()
+    results = _by_mode(layer, torch.randn(b, t, d))
+    assert "_transformer_encoder_layer_fwd" in results["no_grad"].coverage.ops
+    assert "_transformer_encoder_layer_fwd" not in results["grad"].coverage.ops
+    tokens, scores = b * t, b * h * t * t
+    macs = tokens * d * 3 * d + 2 * scores * (d // h) + tokens * d * d + 2 * tokens * d * f
+    elementwise = (tokens * 3 * d + tokens * d          # the projections' biases
+                   + scores * (E["scale"] + E["softmax"])
+                   + tokens * (f + d)                   # the feed-forward biases
+                   + tokens * f * E[activation]
+                   + 2 * tokens * d * E["add"] + 2 * tokens * d * E["layer_norm"])
+    for mode, a in results.items():
+        assert (a.forward.macs, a.forward.elementwise_flops) == (macs, elementwise), mode

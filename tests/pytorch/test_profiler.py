@@ -634,6 +634,39 @@ def test_flops_come_from_the_formulas(collector: str) -> None:
     assert all(r.flops == 0 for name, r in families.items() if name != "matrix multiplication")
 
 
+def test_composites_met_whole_under_inference_mode_are_counted_by_their_pieces() -> None:
+    # inference_mode hands composites such as aten::linear to the profiler whole: with no
+    # formula of their own they counted 0 FLOPs; their decomposition counts what the
+    # analyzer counts.
+    from fastbench.analysis import analyze
+    model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 8))
+    x = torch.randn(16, 64)
+    with torch.inference_mode():
+        p = profile(model, x, steps=3, roofline=False)
+    per_step = sum(r.flops for r in p.rows("op"))  # each row's FLOPs are per step
+    assert per_step == pytest.approx(analyze(model, x, grad_mode="grad").forward.flops,
+                                     rel=1e-12)
+
+
+def test_a_fused_encoder_layer_is_counted_and_judged_by_its_roof() -> None:
+    # The fused op of nn.TransformerEncoderLayer in eval under no_grad: counted as the
+    # analyzer counts it, so its row has FLOPs and a compute or memory verdict, not "0
+    # FLOPs, overhead-bound" (its calls run far longer than a call's own cost).
+    from fastbench.analysis import analyze
+    from fastbench.roofline import Roofline
+    r = Roofline(compute={"fma float32": 100.0}, memory={"DRAM": 10.0}, threads=1,
+                 quick=True, machine={})
+    torch.manual_seed(4)
+    layer = nn.TransformerEncoderLayer(128, 4, dim_feedforward=256, batch_first=True).eval()
+    x = torch.randn(8, 64, 128)
+    with torch.no_grad():
+        p = profile(layer, x, steps=3, roofline=r)
+    row = next(r_ for r_ in p.rows("op") if r_.name == "aten::_transformer_encoder_layer_fwd")
+    expected = analyze(layer, x, grad_mode="grad").forward
+    assert row.flops / row.calls == pytest.approx(expected.flops, rel=1e-12)
+    assert row.bound in ("compute-bound", "memory-bound")
+
+
 def test_roofline_verdicts_and_bottlenecks() -> None:
     from fastbench.roofline import Roofline
     r = Roofline(compute={"fma float32": 100.0}, memory={"DRAM": 10.0}, threads=1,

@@ -25,10 +25,11 @@ PYTEST_BENCHMARK_NO_DATA = "pytest_benchmark_no_data.json"
 
 def synthetic(name: str = "synthetic", seed: int = 0, **extra: Any) -> Measurement:
     rng = np.random.default_rng(seed)
-    # Awkward floats on purpose: non-terminating binary fractions, a subnormal, the
-    # largest finite double; all must come back bit for bit.
+    # Awkward floats on purpose: non-terminating binary fractions and the smallest and
+    # largest time per call a file may hold, one ulp inside; all must come back bit for bit.
     samples = np.concatenate(
-        [rng.lognormal(5.0, 0.3, 25), [0.1 + 0.2, 1.0 / 3.0, 5e-324, 1.7976931348623157e308]]
+        [rng.lognormal(5.0, 0.3, 25), [0.1 + 0.2, 1.0 / 3.0, np.nextafter(1e-6, 1.0),
+                                       np.nextafter(1e18, 0.0)]]
     )
     fields: dict[str, Any] = {
         "samples_ns": samples,

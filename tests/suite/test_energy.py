@@ -17,10 +17,13 @@ import struct
 import time
 from pathlib import Path
 from typing import Callable
+
+import numpy as np
 import pytest
 
 from fastbench.suite import energy
-from fastbench.suite.energy import (CorePowerModel, Energy, EnergyMeter, energy_delta_uj,
+from fastbench.suite.energy import (CorePowerModel, Energy, EnergyMeter, block_interval,
+                                    energy_delta_uj,
                                     energy_source, format_joules, idle_power_w,
                                     measure_energy, measure_energy_interleaved)
 
@@ -513,6 +516,11 @@ def test_energy_is_never_unlabelled() -> None:
         Energy(1.0, None, "rapl-perf", True, "x")
     with pytest.raises(ValueError, match="method"):
         Energy(1.0, None, "guess", False)
+    # An estimate states its model: a file with watts_per_core null or negative is refused.
+    with pytest.raises(ValueError, match="watts_per_core > 0"):
+        Energy(1.0, None, "estimated", True, "x")
+    with pytest.raises(ValueError, match="watts_per_core > 0"):
+        Energy(1.0, None, "estimated", True, "x", watts_per_core=-1.0)
 
 
 @pytest.mark.parametrize("joules, text", [(0.00123, "1.23 mJ"), (2.5e-7, "250 nJ"),
@@ -553,3 +561,26 @@ def test_real_rapl_read() -> None:
         # Any package draws power: between 0 and 2 kW per package is all this can say.
         idle = idle_power_w(source, seconds=0.2)
         assert 0.0 < idle < 2000.0 * len(source.zones)
+
+
+def test_an_energy_interval_stays_positive_and_a_wide_one_is_flagged() -> None:
+    # Blocks net of the idle power: one reads below zero. The Student t interval of their
+    # mean (t(0.975, 3) = 3.1824) reaches below zero, as a real run once stored
+    # [-0.000905, 0.002766] J; bounded at 0, and shown as an upper bound, not "± 197%".
+    values = np.array([-0.0004, 0.0021, 0.0002, 0.0018])
+    mean, ci = block_interval(values)
+    assert mean == pytest.approx(0.000925)
+    half = 3.182446 * float(values.std(ddof=1)) / 2.0
+    assert ci is not None and ci[0] == 0.0 and ci[1] == pytest.approx(mean + half)
+    e = Energy(mean, ci, "rapl-powercap", False, blocks=4, calls_per_block=10)
+    assert not e.resolved
+    assert "not resolved above the idle power" in e.text() and "±" not in e.text()
+    # A narrow one keeps its ± form.
+    mean, ci = block_interval(np.array([0.00100, 0.00102, 0.00098, 0.00101]))
+    assert ci is not None and ci[0] > 0
+    assert Energy(mean, ci, "rapl-powercap", False).resolved
+    # Loading: an older file's negative low end is bounded; an inverted interval is refused.
+    old = e.to_dict() | {"ci": [-0.000905, 0.002766]}
+    assert Energy.from_dict(old).ci == (0.0, 0.002766)
+    with pytest.raises(ValueError, match="0 <= low <= high"):
+        Energy.from_dict(e.to_dict() | {"ci": [0.003, 0.001]})

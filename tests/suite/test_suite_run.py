@@ -6,6 +6,7 @@ round trip through a results file."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -70,6 +71,37 @@ def _classifier(labels: np.ndarray, wrong: np.ndarray, classes: int = 3) -> obje
         y[wrong[:n]] = (y[wrong[:n]] + 1) % classes
         return np.eye(classes, dtype=np.float32)[y]
     return predict
+
+
+def test_non_finite_outputs_are_never_counted_correct(tmp_path: Path) -> None:
+    # All labels 0: the argmax of a NaN row is 0, so a model gone NaN would score 100%.
+    # Here 25 of 100 rows are NaN, 5 hold an infinity (argmax 0 as well), the rest are right:
+    # accuracy 70%, 30 outputs not finite, and the warning comes first.
+    n = 100
+    labels = np.zeros(n, dtype=np.int64)
+
+    def broken(x: np.ndarray) -> np.ndarray:
+        out = np.eye(3, dtype=np.float32)[np.zeros(x.shape[0], dtype=np.int64)]
+        out[:25] = np.nan
+        out[25:30, 1] = np.inf
+        out[25:30, 0] = np.inf
+        return out
+
+    def good(x: np.ndarray) -> np.ndarray:
+        return np.eye(3, dtype=np.float32)[np.zeros(x.shape[0], dtype=np.int64)]
+
+    xs = np.zeros((n, 4), dtype=np.float32)
+    r = run({"base": good, "broken": broken}, xs[:8], baseline="base", eval_data=(xs, labels),
+            **_quick(rounds=6))
+    m = r["broken"].metric
+    assert m is not None and r["base"].metric is not None
+    assert r["base"].metric.value == 1.0 and r["base"].metric.non_finite == 0
+    assert m.value == pytest.approx(0.70) and m.non_finite == 30 and m.examples == n
+    assert r.warnings[0].startswith("broken: 30 of 100 outputs are not finite")
+    fastbench.save(r, tmp_path / "suite.json")
+    again = fastbench.load(tmp_path / "suite.json")
+    assert again["broken"].metric.non_finite == 30
+    assert again.warnings == r.warnings
 
 
 def test_accuracies_and_paired_delta_of_known_classifiers() -> None:
@@ -307,15 +339,52 @@ class _Cached:
 @pytest.mark.parametrize("settle, low_us, high_us", [(0, 300, 330), (1, 100, 130)])
 def test_settle_calls_time_a_variant_after_its_own_call(settle: int, low_us: float,
                                                         high_us: float) -> None:
-    # Interleaved rounds of three put another variant's call before each timed call (cold:
-    # the rotation's round boundary joins the last of one round to the second of the next);
-    # one settling call per round puts the variant's own call there (warm). Medians sit at
+    # Interleaved rounds of three put another variant's call before a timed call (cold) in
+    # 8 of 9 calls: a random order puts a variant last in one round and first in the next in
+    # 1 of 9; one settling call per round puts the variant's own call there (warm). Medians sit at
     # the spin set for that state, a little above for the call's overhead.
     r = run({"baseline": _Cached(), "b": _Cached(), "c": _Cached()}, X, settle_calls=settle,
             **_quick(rounds=20))
     for name in ("baseline", "b", "c"):
         assert low_us * 1e-6 <= r[name].latency.median_s <= high_us * 1e-6
     assert r.settings["settle_calls"] == settle
+
+
+class _AfterBig:
+    """Variants sharing a cache: a call right after the big variant's runs cold (``cold_us``),
+    after any other warm (``us``)."""
+
+    last: list[object] = [None]
+
+    def __init__(self, us: float, cold_us: float | None = None, big: bool = False) -> None:
+        self.big = big
+        self._warm = _core.make_spin(us * 1e3)
+        self._cold = _core.make_spin((cold_us or us) * 1e3)
+
+    def __call__(self, x: object) -> np.ndarray:
+        prev = _AfterBig.last[0]
+        cold = isinstance(prev, _AfterBig) and prev.big and prev is not self
+        (self._cold if cold else self._warm)()
+        _AfterBig.last[0] = self
+        return np.zeros((8, 3), dtype=np.float32)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_identical_copies_after_a_big_variant_read_alike(seed: int) -> None:
+    # Three identical variants (100 µs, 300 µs right after the big one's call) and a big one.
+    # A fixed order rotated each round puts one of the three right after the big one in 3 of
+    # 4 rounds: its median reads 300 µs against the others' 100 µs, a 3x "difference" between
+    # identical code. In a fresh random order each follows the big one in about 5 of 16 calls,
+    # so every median is the warm 100 µs (a little above for the call's overhead).
+    r = run({"baseline": _AfterBig(100, 300), "copy1": _AfterBig(100, 300),
+             "copy2": _AfterBig(100, 300), "big": _AfterBig(400, big=True)}, X, seed=seed,
+            **_quick(rounds=60))
+    base = r["baseline"].latency.median_s
+    assert 100e-6 <= base <= 160e-6
+    for name in ("copy1", "copy2"):
+        assert 0.8 <= r[name].latency.median_s / base <= 1.25, (name, r[name].latency)
+        assert 0.8 <= r[name].speedup.value <= 1.25, (name, r[name].speedup)
+    assert r.settings["order"] == "a fresh random order each round"
 
 
 def test_energy_blocks_time_per_call_and_the_note_when_it_strays() -> None:

@@ -12,10 +12,13 @@ subcommand its own module (:mod:`.info`, :mod:`.timeit`, :mod:`.compare`, :mod:`
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from typing import Sequence
 
+from .._children import Terminated
 from ..errors import FastbenchError
+from ..report.lines import printable
 from .compare import EXIT_SLOWER, EXIT_UNDECIDED
 from .output import StdoutClosed, flush
 from .parser import build_parser
@@ -70,9 +73,18 @@ def _run(argv: Sequence[str] | None) -> int:
             raise
         print("error: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except Terminated as exc:
+        # The children are gone and the temporary files removed: now die of the signal, so
+        # that whoever sent it (timeout, a CI runner) sees it as the cause.
+        print(f"error: {exc}", file=sys.stderr)
+        sys.stderr.flush()
+        signal.signal(exc.signum, signal.SIG_DFL)
+        os.kill(os.getpid(), exc.signum)
+        return 128 + exc.signum
     except Exception as exc:  # noqa: BLE001 - the one place that turns errors into exit codes
         if args.debug:
             raise
         kind = "" if isinstance(exc, FastbenchError) else f"{type(exc).__name__}: "
-        print(f"error: {kind}{exc}", file=sys.stderr)
+        # A message may quote a file's field or user code's text: shown escaped.
+        print(printable(f"error: {kind}{exc}", keep="\n"), file=sys.stderr)
         return 1

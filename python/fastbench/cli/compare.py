@@ -22,6 +22,7 @@ from ..report.progress import progress_bar
 from ..results import ResultsFileError, load, load_any, save
 from ..results.kinds import unique_name
 from ..results.verdicts import verdicts_document, write_verdicts
+from ..report.lines import printable
 from .output import out
 
 __all__ = ["EXIT_SLOWER", "EXIT_UNDECIDED", "cmd_compare", "parse_version_args"]
@@ -210,5 +211,5 @@ def cmd_compare(args: argparse.Namespace) -> int:
         out(f"verdicts written to {args.json}")
     if args.fail_slower is not None or args.strict:  # a gate was asked for: say what it saw
         for line in decided.lines():
-            print(line, file=sys.stderr)
+            print(printable(line), file=sys.stderr)
     return decided.exit_code

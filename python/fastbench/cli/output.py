@@ -9,6 +9,8 @@ from __future__ import annotations
 import sys
 from typing import Sequence
 
+from ..report.lines import printable
+
 __all__ = ["StdoutClosed", "flush", "out"]
 
 
@@ -17,14 +19,16 @@ class StdoutClosed(Exception):
 
 
 def out(lines: Sequence[str] | str = "") -> None:
-    """Print ``lines`` (one str, or a sequence joined by newlines) and flush.
+    """Print ``lines`` (one str, or a sequence joined by newlines) and flush. Control
+    characters other than the newlines are shown escaped (:func:`printable`): what a results
+    file or user code put in a report cannot act on the terminal.
 
     Raises
     ------
     StdoutClosed
         The reader of stdout went away.
     """
-    text = lines if isinstance(lines, str) else "\n".join(lines)
+    text = printable(lines if isinstance(lines, str) else "\n".join(lines), keep="\n")
     try:
         print(text, flush=True)
     except BrokenPipeError as exc:

@@ -252,6 +252,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="timed seconds per variant and batch size, at least (default 1)")
     p.add_argument("--max-time", dest="max_time_s", type=float,
                    help="budget of the timed rounds in seconds (default 120)")
+    p.add_argument("--settle-calls", dest="settle_calls", type=int,
+                   help="untimed calls of a variant before each of its timed calls, so it is "
+                   "timed warm after its own call rather than after another variant's "
+                   "(default 0)")
+    p.add_argument("--seed", type=int, help="seed of the rounds' random order (default 0)")
     p.add_argument("--pareto", default="latency,accuracy", metavar="OBJ1,OBJ2[,...]",
                    help="objectives of the Pareto front (default latency,accuracy; also "
                    "p99, throughput, memory, size, energy, flops, params, speedup)")

@@ -7,6 +7,8 @@ torch is imported only when a model is profiled.
 from __future__ import annotations
 
 import argparse
+import sys
+import traceback
 from typing import Any, Sequence
 
 from ..errors import FastbenchError
@@ -63,13 +65,25 @@ def _model_profile(args: argparse.Namespace, target: str) -> Any:
                        collector=args.collector)
 
 
-def _script_profile(argv: Sequence[str]) -> Any:
+def _script_profile(argv: Sequence[str]) -> tuple[Any, int]:
+    """The script's profile and the status it exited with. A script that fails still has
+    the profile of what ran: the failure is shown as Python shows it, on stderr."""
     from ..profiling import sampler
 
     if not argv:
         raise FastbenchError("give the script to profile: fastbench profile -- python "
                              "script.py [ARGS]")
-    return sampler.sample_script(argv[0], argv[1:])
+    try:
+        return sampler.sample_script(argv[0], argv[1:]), 0
+    except sampler.ScriptFailed as failed:
+        cause = failed.cause
+        if isinstance(cause, SystemExit):
+            if cause.code is not None and not isinstance(cause.code, int):
+                print(cause.code, file=sys.stderr)
+        else:
+            traceback.print_exception(cause)
+        print(f"fastbench: {failed}; the profile of what ran follows", file=sys.stderr)
+        return failed.profile, failed.status
 
 
 def _diff(argv: Sequence[str]) -> Any:
@@ -84,11 +98,12 @@ def _diff(argv: Sequence[str]) -> Any:
 
 def cmd_profile(args: argparse.Namespace) -> int:
     mode, argv = _split(args)
+    status = 0
     if mode == "diff":
         result = _diff(argv)
         out(str(result))
     elif mode == "script":
-        result = _script_profile(argv)
+        result, status = _script_profile(argv)  # the script's own status is passed on
         out(str(result))
         if args.folded:
             with open(args.folded, "w", encoding="utf-8") as f:
@@ -119,4 +134,4 @@ def cmd_profile(args: argparse.Namespace) -> int:
     if args.output:
         save(result, args.output)
         out(f"saved to {args.output}")
-    return 0
+    return status

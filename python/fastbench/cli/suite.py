@@ -23,7 +23,8 @@ __all__ = ["cmd_suite"]
 
 _RUN_KEYS = ("variants", "inputs", "baseline", "eval_data", "metric", "batch_sizes", "allow",
              "variant_inputs", "threads", "rounds", "duration_s", "warmup", "max_time_s",
-             "memory", "energy", "watts_per_core", "analyze", "score", "score_name", "seed")
+             "memory", "energy", "watts_per_core", "analyze", "score", "score_name", "seed",
+             "settle_calls")
 
 
 def _spec(args: argparse.Namespace) -> dict[str, Any]:
@@ -73,7 +74,8 @@ def cmd_suite(args: argparse.Namespace) -> int:
         spec["batch_sizes"] = _batches(args.batch)
     if args.metric:
         spec["metric"] = _metric(args.metric)
-    for key in ("baseline", "threads", "rounds", "max_time_s", "duration_s"):
+    for key in ("baseline", "threads", "rounds", "max_time_s", "duration_s", "settle_calls",
+                "seed"):
         value = getattr(args, key)
         if value is not None:
             spec[key] = value

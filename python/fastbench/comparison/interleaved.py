@@ -1,5 +1,6 @@
 """Variants measured in one invocation: :func:`compare`, in this process (one sample of each
-per round, in rotated order, so that drifts of the machine reach all alike) or in worker
+per round, two alternating and more in a fresh random order each round, so that drifts of
+the machine reach all alike and no variant has a fixed predecessor) or in worker
 processes (interleaved workers of their own, or side by side in each), and on instruction
 counts. Judging is :mod:`.judging`'s; targets and workers are fastbench.timing's.
 """
@@ -14,8 +15,8 @@ from ..counters import count_instructions, count_statement_instructions
 from ..measurement import Measurement
 from ..timing import Target, callable_target, run_config, statement_target
 from ..timing.callables import METRICS, instruction_runs
-from ..timing.config import MAX_COUNT
-from ..timing.sampling import run_rounds
+from ..timing.config import MAX_COUNT, MAX_PROCESSES
+from ..timing.sampling import order_design, run_rounds
 from ..timing.workers import (callable_job, rounds_job, run_interleaved, run_together,
                               statement_job)
 from .judging import _check_judgement, _with_rounds_hint, judge, judge_runs
@@ -86,8 +87,10 @@ def compare(
     """Measure variants interleaved and judge each candidate against the baseline.
 
     Every variant is calibrated (its own loops per sample), warmed up and has its floors
-    measured first. Then each round takes one sample of every variant, in the order of the
-    previous round rotated by one, so that drift of the machine hits all variants alike.
+    measured first. Then each round takes one sample of every variant: two alternate (A B,
+    B A), more go in a fresh random order each round (seeded), so that drift of the machine
+    hits all variants alike and none always follows the same one (whose data in the caches
+    would otherwise count as its speed); ``design`` says which.
     Round i of the baseline and round i of a candidate form a pair: the speedup is
     ``exp(median(log(baseline_i / candidate_i)))`` with a distribution-free (sign-test)
     interval, the p-value is the sign test on those log-ratios (Wilcoxon's signed-rank p is
@@ -206,6 +209,7 @@ def compare(
         correction=correction,
         rounds=len(samples[baseline]),
         stop_reason=stop,
+        design=f"rounds in one process, {order_design(len(names))}",
     )
 
 
@@ -248,7 +252,8 @@ def _compare_in_workers(
 ) -> Comparison:
     """compare() with the variants measured in worker processes: interleaved workers of
     their own, or all side by side in every worker (``pairing``)."""
-    count = check_int("processes", processes, 1, say_positive=False)
+    count = check_int("processes", processes, 1, say_positive=False,
+                      maximum=MAX_PROCESSES)
     # A worker of its own runs measure()/timeit(), which also take duration_s; side by side,
     # the variants take the rounds' settings as they are.
     options = None if pairing == "rounds" else {**settings, "duration_s": None}

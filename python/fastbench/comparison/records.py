@@ -190,10 +190,21 @@ def compare_instruction_counts(
 
     Raises
     ------
+    TypeError
+        ``baseline`` is not an InstructionCount, or ``candidates`` not a mapping of name to
+        InstructionCount (a single count is given as ``{"name": count}``).
     ValueError
         No candidates, a candidate named like the baseline, counts of different sources,
         or a tolerance out of range.
     """
+    if not isinstance(baseline, InstructionCount):
+        raise TypeError(f"baseline must be an InstructionCount, got {type(baseline).__name__}")
+    if not isinstance(candidates, Mapping):
+        raise TypeError(f"candidates must be a mapping of name to InstructionCount (e.g. "
+                        f"{{'new': count}}), got {type(candidates).__name__}")
+    bad = [str(n) for n, c in candidates.items() if not isinstance(c, InstructionCount)]
+    if bad:
+        raise TypeError(f"candidates must map names to InstructionCount; not one: {bad}")
     if not candidates:
         raise ValueError("compare_instruction_counts needs at least one candidate")
     if baseline_name in candidates:

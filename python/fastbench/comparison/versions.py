@@ -11,7 +11,7 @@ from typing import Callable, Mapping
 from .._checks import check_choice, check_int
 from ..measurement import Measurement
 from ..timing import run_config
-from ..timing.config import DEFAULT_DURATION_S, DEFAULT_SAMPLE_S
+from ..timing.config import DEFAULT_DURATION_S, DEFAULT_SAMPLE_S, MAX_PROCESSES
 from ..timing.versions import (DESIGNS, INSTALL_TIMEOUT_S, parse_versions, prepared_versions,
                                run_versions)
 from .judging import _check_judgement, identity_notes, judge_runs
@@ -109,7 +109,8 @@ def compare_versions(
     """
     if not isinstance(stmt, str) or not isinstance(setup, str):
         raise TypeError("stmt and setup must be str (Python source)")
-    count = check_int("processes", processes, 1, say_positive=False)
+    count = check_int("processes", processes, 1, say_positive=False,
+                      maximum=MAX_PROCESSES)
     check_choice("design", design, DESIGNS)
     _check_judgement(alpha, min_effect, correction)
     run_config(warmup, min_time_s, repeat, loops, clock, disable_gc, max_time_s, None,

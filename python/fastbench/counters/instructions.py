@@ -144,18 +144,20 @@ class InstructionCount:
             names the field and what it must hold).
         """
         r = _Fields("InstructionCount", data)
-        runs = r.numbers("runs")
+        # Counts are never negative: a file holding one is refused, not printed.
+        runs = r.numbers("runs", minimum=0.0)
         if not runs:
             raise ValueError("InstructionCount field 'runs' must hold at least one count")
         estimated = data.get("estimated_cycles")
         return cls(
             name=r.text("name"),
-            per_call=r.number("per_call"),
+            per_call=r.number("per_call", minimum=0.0),
             runs=tuple(runs),
             source=r.choice("source", SOURCES),
             calls=r.integer("calls", minimum=1),
-            estimated_cycles=None if estimated is None else r.number("estimated_cycles"),
-            events=r.number_map("events"),
+            estimated_cycles=None if estimated is None else r.number("estimated_cycles",
+                                                                      minimum=0.0),
+            events=r.number_map("events", minimum=0.0),
             wall_s=r.number("wall_s", minimum=0.0),
             notes=tuple(r.texts("notes", default=())),
         )
@@ -779,21 +781,26 @@ class _Fields:
             raise self._bad(key, f"one of {', '.join(repr(c) for c in choices)}", value)
         return str(value)
 
-    def numbers(self, key: str) -> list[float]:
+    def numbers(self, key: str, *, minimum: float | None = None) -> list[float]:
         value = self._get(key)
         if (not isinstance(value, (list, tuple))
                 or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
-                           and math.isfinite(v) for v in value)):
-            raise self._bad(key, "a list of finite numbers", value)
+                           and math.isfinite(v) and (minimum is None or v >= minimum)
+                           for v in value)):
+            what = "a list of finite numbers" + ("" if minimum is None else f" >= {minimum:g}")
+            raise self._bad(key, what, value)
         return [float(v) for v in value]
 
-    def number_map(self, key: str) -> dict[str, float]:
+    def number_map(self, key: str, *, minimum: float | None = None) -> dict[str, float]:
         value = self._get(key)
         if (not isinstance(value, Mapping)
                 or not all(isinstance(k, str) and isinstance(v, (int, float))
                            and not isinstance(v, bool) and math.isfinite(v)
+                           and (minimum is None or v >= minimum)
                            for k, v in value.items())):
-            raise self._bad(key, "a mapping of event name to finite number", value)
+            what = "a mapping of event name to finite number" + (
+                "" if minimum is None else f" >= {minimum:g}")
+            raise self._bad(key, what, value)
         return {k: float(v) for k, v in value.items()}
 
     def texts(self, key: str, *, default: Sequence[str]) -> list[str]:

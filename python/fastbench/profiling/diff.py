@@ -18,7 +18,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .._checks import check_choice, check_finite, check_fraction
-from ..report.lines import TextLines
+from ..report.lines import TextLines, printable
 from ..report.table import table
 from ..stats import MIN_SAMPLES, adjust_pvalues
 from ..units import format_ns, format_rel
@@ -175,7 +175,7 @@ class ProfileDiff(TextLines):
         return next((c for c in self.changes if c.by == "step"), None)
 
     def lines(self) -> list[str]:
-        a, b = self.labels
+        a, b = (printable(x) for x in self.labels)  # file names: shown escaped
         out = [f"profile diff: {a} ({self.steps_a} steps) -> {b} ({self.steps_b} steps)"]
         s = self.step
         if s is not None:
@@ -215,7 +215,7 @@ class ProfileDiff(TextLines):
         out.append(("the other " if flagged else "all ")
                    + f"{rest} showed no significant change of at least "
                    f"{format_rel(self.min_change)} of {a}'s step")
-        out.extend(f"  warning: {w}" for w in self.warnings)
+        out.extend(f"  warning: {printable(w)}" for w in self.warnings)
         return out
 
     def to_dict(self) -> dict[str, Any]:

@@ -182,8 +182,39 @@ class Cell:
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Cell:
         return cls(str(d["op"]), str(d["shapes"]), str(d["module"]), str(d["region"]),
-                   str(d["phase"]), np.asarray(d["times"], dtype=np.float64),
-                   int(d["calls"]), float(d["flops"]), float(d["bytes"]), str(d["dtype"]))
+                   str(d["phase"]), _seconds(d["times"], "a cell's times", signed=True),
+                   _count(d["calls"], "a cell's calls"),
+                   _amount(d["flops"], "a cell's flops"), _amount(d["bytes"], "a cell's bytes"),
+                   str(d["dtype"]))
+
+
+# The longest time a profile file may hold (about 11 days a step) and the largest count
+# (FLOPs, bytes): beyond them a file holds no profile, and formatting would overflow.
+_MAX_SECONDS = 1e6
+_MAX_AMOUNT = 1e30
+
+
+def _seconds(values: Any, what: str, *, signed: bool = False) -> np.ndarray:
+    """Times from a file as a float array: finite, within the bounds above (net times of a
+    cell may dip below zero, by the profiler's cost; others may not)."""
+    arr = np.asarray(values, dtype=np.float64)
+    low = -_MAX_SECONDS if signed else 0.0
+    if arr.ndim != 1 or not np.all(np.isfinite(arr)) or (arr.size and (
+            arr.min() < low or arr.max() > _MAX_SECONDS)):
+        raise ValueError(f"{what} must be a list of times from {low:g} to {_MAX_SECONDS:g} s")
+    return arr
+
+
+def _amount(v: Any, what: str) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= _MAX_AMOUNT:
+        raise ValueError(f"{what} must be a number from 0 to {_MAX_AMOUNT:g}, got {v!r}")
+    return float(v)
+
+
+def _count(v: Any, what: str) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= 1 << 53:
+        raise ValueError(f"{what} must be an int >= 0, got {v!r}")
+    return v
 
 
 @dataclass(frozen=True)
@@ -257,10 +288,13 @@ class Overhead:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Overhead:
-        return cls(float(d["per_op_s"]), float(d["per_op_inside_s"]),
-                   float(d["per_module_s"]), float(d["per_region_s"]),
-                   float(d.get("per_op_cold_s", 0.0)), float(d.get("cold_bytes", 0.0)),
-                   float(d.get("per_inner_call_s", 0.0)))
+        def cost(key: str, default: float | None = None) -> float:
+            v = d[key] if default is None else d.get(key, default)
+            return float(_seconds([v], f"the overhead's {key}", signed=True)[0])
+        return cls(cost("per_op_s"), cost("per_op_inside_s"), cost("per_module_s"),
+                   cost("per_region_s"), cost("per_op_cold_s", 0.0),
+                   _amount(d.get("cold_bytes", 0.0), "the overhead's cold_bytes"),
+                   cost("per_inner_call_s", 0.0))
 
 
 @dataclass(frozen=True)
@@ -517,20 +551,29 @@ class Profile(TextLines):
         if self.roofline is None:
             return None, None, None
         weight = dict.fromkeys(BOUNDS, 0.0)
+        uncounted = 0.0  # ops without a count that run long: no bound can be told
         roof = 0.0
         for c in cells:
             t = float(np.mean(c.times))
             rt = self._roof_times(c)
+            per_call = t / max(c.calls / max(self.steps, 1), 1e-12)
             if rt is None:
-                weight["overhead-bound"] += t
+                # Time outside ops, or an uncounted op as short as a call's own cost, is
+                # overhead; an uncounted op running far longer is not (a fused kernel with
+                # no formula does real work), and is left unjudged.
+                if c.op == NOT_IN_OP or per_call < OVERHEAD_CALL_S:
+                    weight["overhead-bound"] += t
+                else:
+                    uncounted += t
                 continue
             tmin = max(rt)
             roof += tmin
-            per_call = t / max(c.calls / max(self.steps, 1), 1e-12)
             if tmin < OVERHEAD_ROOF_FRACTION * t and per_call < OVERHEAD_CALL_S:
                 weight["overhead-bound"] += t
             else:
                 weight["compute-bound" if rt[0] >= rt[1] else "memory-bound"] += t
+        if uncounted > max(weight.values()):
+            return None, None, roof if roof > 0 else None
         bound = max(BOUNDS, key=lambda b: weight[b])
         fraction = min(roof / time_s, 1.0) if time_s > 0 and roof > 0 else None
         return bound, fraction, (roof if roof > 0 else None)
@@ -711,12 +754,18 @@ class Profile(TextLines):
             from ..roofline import Roofline
             roofline = Roofline.from_dict(d["roofline"])
         unprofiled = d.get("unprofiled_step_times")
+        steps = _seconds(d["step_times"], "step_times")
+        cells = tuple(Cell.from_dict(c) for c in d["cells"])
+        if steps.size == 0 or not np.all(steps > 0):
+            raise ValueError("a profile's step_times must be positive, one per step")
+        if any(c.times.shape != steps.shape for c in cells):
+            raise ValueError("every cell of a profile must hold one time per step")
         return cls(
-            tuple(Cell.from_dict(c) for c in d["cells"]),
-            np.asarray(d["step_times"], dtype=np.float64),
-            np.asarray(d["profiled_step_times"], dtype=np.float64),
+            cells,
+            steps,
+            _seconds(d["profiled_step_times"], "profiled_step_times"),
             Overhead.from_dict(d["overhead"]),
-            None if unprofiled is None else np.asarray(unprofiled, dtype=np.float64),
+            None if unprofiled is None else _seconds(unprofiled, "unprofiled_step_times"),
             roofline,
             tuple(TraceEvent.from_dict(e) for e in d.get("events", ())),
             dict(d.get("meta", {})),

@@ -9,6 +9,7 @@ trip); no framework import and no printing here.
 from __future__ import annotations
 
 import functools
+import math
 import os
 import random
 import runpy
@@ -22,13 +23,14 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from .._checks import check_bool, check_choice, check_int, check_seconds
+from ..errors import FastbenchError
 from ..report.lines import TextLines, note_lines
 from ..report.table import table
 from ..stats.proportion import weighted_wilson_interval, wilson_interval
 from ..units import format_ns, format_rel
 
 __all__ = ["MIN_INTERVAL_S", "FunctionInfo", "SampleProfile", "SampleRow", "SampleRows",
-           "Sampler", "ThreadInfo", "sample", "sample_script"]
+           "Sampler", "ScriptFailed", "ThreadInfo", "sample", "sample_script"]
 
 # The shortest interval accepted. One tick walks every thread's stack holding the GIL (about
 # 10 µs of CPU for one shallow thread, more with more and deeper threads) and a sleeping
@@ -415,6 +417,14 @@ class SampleProfile(TextLines):
                           stacks, ticks, records)
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"SampleProfile data is malformed: {exc}") from None
+        # Times within what a profile can hold (a day of sampling, intervals of at most a
+        # second): beyond them shares and intervals overflow when shown.
+        times = (profile.interval_s, profile.wall_s, profile.overhead_cpu_s,
+                 profile.switch_interval_s, *ticks)
+        if not (all(math.isfinite(t) and 0.0 <= t <= 1e6 for t in times)
+                and 0.0 < profile.interval_s <= 1.0 and profile.calls >= 0):
+            raise ValueError("SampleProfile data is malformed: a time out of range (each from "
+                             "0 to 1e6 s, the interval above 0 and at most 1 s)")
         bad = ([r for r in records if not (0 <= r[0] < len(ticks) and 0 <= r[1] < len(threads)
                                            and 0 <= r[2] < len(stacks))][:1]
                + [s for s in stacks if any(not 0 <= f < len(functions) for f, _ in s)][:1])
@@ -793,8 +803,16 @@ def sample_script(path: str | os.PathLike[str], argv: Sequence[str] = (),
     FileNotFoundError
         If ``path`` is not a file.
     TypeError, ValueError
-        On a bad setting, as :func:`sample`. Whatever the script raises propagates, except
-        ``SystemExit`` with status 0 or None, which ends the run normally.
+        On a bad setting, as :func:`sample`.
+    ScriptFailed
+        The script exited with a non-zero status or raised: the exception holds the profile
+        of what ran (``profile``), the status Python would have exited with (``status``)
+        and what the script raised (``cause``). ``SystemExit`` with status 0 or None ends
+        the run normally, and Ctrl-C propagates as it is.
+
+    A process the script forks runs the script's code on from the fork; when that code
+    ends there, the process exits with the script's status, and never returns into the
+    profiler (only the process that started the profile reports and saves it).
     """
     script = Path(path)
     if not script.is_file():
@@ -810,35 +828,93 @@ def sample_script(path: str | os.PathLike[str], argv: Sequence[str] = (),
     sys.argv = [str(script), *argv]
     sys.path.insert(0, str(script.resolve().parent))
     try:
-        return _call_loop(sampler, functools.partial(_run_script, str(script)), duration,
-                          str(script))
+        return _call_loop(sampler, functools.partial(_run_script, str(script), os.getpid()),
+                          duration, str(script), keep_on_failure=True)
     finally:
         sys.argv = saved_argv
         sys.path[:] = saved_path
 
 
-def _run_script(path: str) -> None:
+class ScriptFailed(FastbenchError):
+    """A profiled script exited with a non-zero status or raised; ``profile`` is the profile
+    of what ran, ``status`` the exit status Python would have given (the ``sys.exit`` code,
+    1 for an exception), ``cause`` what the script raised."""
+
+    def __init__(self, profile: SampleProfile, cause: BaseException) -> None:
+        self.profile, self.cause = profile, cause
+        self.status = exit_status(cause)
+        what = (f"exited with status {self.status}" if isinstance(cause, SystemExit)
+                else f"raised {type(cause).__name__}: {cause}")
+        super().__init__(f"the profiled script {what}")
+
+
+def exit_status(exc: BaseException) -> int:
+    """The status Python exits with when ``exc`` ends the program: ``SystemExit``'s code
+    (None is 0, an int itself, anything else 1 after printing it), else 1."""
+    if not isinstance(exc, SystemExit) or exc.code is None:
+        return 0 if isinstance(exc, SystemExit) else 1
+    return exc.code if isinstance(exc.code, int) else 1
+
+
+def _end_child(exc: BaseException | None) -> None:
+    """In a process the script forked, its code ended here: exit as Python would, without
+    returning into the profiler (which would report and save over its parent's profile)."""
+    status = 0 if exc is None else exit_status(exc)
+    if exc is not None and not isinstance(exc, SystemExit):
+        import traceback
+        traceback.print_exception(exc)
+    elif isinstance(exc, SystemExit) and exc.code is not None and not isinstance(exc.code, int):
+        print(exc.code, file=sys.stderr)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(status)
+
+
+def _run_script(path: str, owner: int) -> None:
     try:
         runpy.run_path(path, run_name="__main__")
     except SystemExit as exc:  # sys.exit() / sys.exit(0) is how scripts end normally
+        if os.getpid() != owner:
+            _end_child(exc)
         if exc.code not in (None, 0):
             raise
+    except BaseException as exc:
+        if os.getpid() != owner:
+            _end_child(exc)
+        raise
+    else:
+        if os.getpid() != owner:
+            _end_child(None)
 
 
 def _call_loop(sampler: Sampler, call: Callable[[], Any], duration_s: float,
-               entry_file: str | None) -> SampleProfile:
+               entry_file: str | None, keep_on_failure: bool = False) -> SampleProfile:
     """Call ``call`` until ``duration_s`` has passed (at least once) under ``sampler``;
-    this frame is the root of the profiled thread's stacks and is itself left out."""
+    this frame is the root of the profiled thread's stacks and is itself left out. With
+    ``keep_on_failure``, an exception of ``call`` (not Ctrl-C) is :class:`ScriptFailed`
+    holding the profile up to it."""
     sampler._start(sys._getframe(), include_root=False, entry_file=entry_file)
+    failure: BaseException | None = None
     try:
         end = time.perf_counter() + duration_s
         while True:
-            call()
+            try:
+                call()
+            except (Exception, SystemExit) as exc:
+                if not keep_on_failure:
+                    raise
+                failure = exc
+                break
             sampler._calls += 1
             if time.perf_counter() >= end:
                 break
     finally:
         sampler._stop()
+    if failure is not None:
+        raise ScriptFailed(sampler.result(), failure) from failure
     return sampler.result()
 
 

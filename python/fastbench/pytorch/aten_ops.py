@@ -7,8 +7,10 @@ same layer run through PyTorch count alike. Imports torch: load it only through 
 
 Fused kernels are counted by what they compute, not as zero: the CPU flash attention
 (``_scaled_dot_product_flash_attention_for_cpu``), the other SDPA backends and the fused
-``nn.MultiheadAttention`` inference path (``_native_multi_head_attention``) count the same
-projections, products, scaling and softmax as the unfused code they replace, so a model counts
+``nn.MultiheadAttention`` inference path (``_native_multi_head_attention``) and the fused
+``nn.TransformerEncoderLayer`` (``_transformer_encoder_layer_fwd``) count the same
+projections, products, scaling, softmax, norms and feed-forward as the unfused code they
+replace, so a model counts
 alike under grad, no_grad and inference_mode. The backward of a fused attention counts the four
 gradient products (dQ, dK, dV and dP) as the unfused backward does; flash kernels also
 recompute QK^T there, an implementation choice left out of the count.
@@ -205,6 +207,27 @@ def _native_mha(b: Mapping[str, Any], out: Any) -> Count:
     weights = Count(elementwise_flops=bsz * heads * lq * lk * _per_element("mean")) \
         if need_weights and b["average_attn_weights"] else Count()
     return proj + scale_q + attn + out_proj + weights
+
+
+def _transformer_encoder_layer(b: Mapping[str, Any], out: Any) -> Count:
+    """The fused nn.TransformerEncoderLayer inference path (eval under no_grad or
+    inference_mode), counted as the layer's unfused path counts: self-attention as
+    F.multi_head_attention_forward without weights (:func:`_native_mha`), the two residual
+    adds, the two layer norms, and the feed-forward block (two linear layers with their
+    biases, ReLU or GELU between). Dropout does nothing in eval and counts nothing."""
+    src = b["src"]
+    d = int(b["embed_dim"])
+    tokens = int(src.numel()) // d
+    attention = _native_mha({"query": src, "key": src, "embed_dim": d,
+                             "num_head": b["num_heads"], "need_weights": False,
+                             "mask": b.get("mask"), "average_attn_weights": False}, out)
+    hidden = int(b["ffn_weight_1"].shape[0])
+    feed_forward = Count(macs=2 * tokens * d * hidden,
+                         elementwise_flops=tokens * (hidden + d) + tokens * hidden
+                         * _per_element("gelu" if b["use_gelu"] else "relu"))
+    residuals = Count(elementwise_flops=2 * tokens * d * _per_element("add"))
+    norms = Count(elementwise_flops=2 * tokens * d * _per_element("layer_norm"))
+    return attention + feed_forward + residuals + norms
 
 
 # -- sampling at computed positions ----------------------------------------------------------
@@ -516,6 +539,7 @@ _SPECIAL: dict[str, Handler] = {
     "_scaled_dot_product_efficient_attention_backward": _sdpa_backward,
     "_scaled_dot_product_cudnn_attention_backward": _sdpa_backward,
     "_native_multi_head_attention": _native_mha,
+    "_transformer_encoder_layer_fwd": _transformer_encoder_layer,
     "gelu": _gelu(False), "gelu_": _gelu(False), "gelu_backward": _gelu(True),
     "hardtanh": _hardtanh(False), "hardtanh_": _hardtanh(False),
     "hardtanh_backward": _hardtanh(True),
@@ -616,3 +640,48 @@ def count_op(func: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any],
     if c.bytes:   # the formula knows the traffic better than the arguments' sizes
         return c
     return Count(c.macs, c.elementwise_flops, read, written)
+
+
+def count_decomposed(func: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any],
+                     out: Any) -> Count | None:
+    """An aten op without a formula counted by its decomposition, as the analyzer counts it:
+    the pieces run on meta copies of the arguments (no arithmetic, no memory), each counted
+    by its formula (and decomposed again where it has none); the bytes are the op's own
+    arguments and results. None when the op has no decomposition (a native fused kernel
+    needs a formula of its own) or its pieces cannot run on the meta device."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._pytree import tree_map
+
+    if func.namespace != "aten":
+        return None
+    total = [Count()]
+
+    class _Sum(TorchDispatchMode):  # type: ignore[misc]
+        def __torch_dispatch__(self, f: Any, types: Any, a: tuple[Any, ...] = (),
+                               k: Mapping[str, Any] | None = None) -> Any:
+            k = k or {}
+            if f.namespace == "aten" and not is_known(f.overloadpacket.__name__):
+                with self:
+                    r = f.decompose(*a, **k)
+                if r is not NotImplemented:
+                    return r
+            result = f(*a, **k)
+            c = count_op(f, a, k, result)
+            if c is not None:
+                total[0] = total[0] + c
+            return result
+
+    def meta(x: Any) -> Any:
+        return x.to("meta") if isinstance(x, torch.Tensor) else x
+
+    margs, mkwargs = tree_map(meta, (tuple(args), dict(kwargs)))
+    try:
+        with _Sum():
+            r = func.decompose(*margs, **mkwargs)
+    except Exception:  # a piece the meta device cannot run: no count rather than a wrong one
+        return None
+    if r is NotImplemented:
+        return None
+    read, written = _io_bytes(list(args) + list(kwargs.values()), out)
+    return Count(total[0].macs, total[0].elementwise_flops, read, written)
+

@@ -4,20 +4,34 @@ torch version, cached in torch's extensions directory, ``TORCH_EXTENSIONS_DIR``)
 loaded in a fraction of a second. Where it cannot be built the profiler falls back to its
 Python dispatch-mode collector and says why (:func:`unavailable_reason`);
 ``FASTBENCH_NATIVE_OBSERVER=0`` in the environment makes it fall back without trying.
+
+A build killed outright leaves torch's ``lock`` file behind, on which every later build
+would wait forever (torch's lock records no owner). So fastbench holds a lock of its own
+around the build, ``fastbench-build.pid`` beside torch's, holding its process id: a lock
+whose process is gone is stale, and then so is torch's, and both are removed; a build still
+running in another process is waited for at most :data:`BUILD_WAIT_S`, after which the
+profiler falls back to the dispatch collector and says why.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import sys
+import time
 import warnings
 from pathlib import Path
 from typing import Any
 
+from .._children import alive
+
 __all__ = ["load", "unavailable_reason"]
 
 _SOURCE = Path(__file__).with_name("observer.cpp")
+# How long to wait for another process's build before falling back (a build takes ~10 s).
+BUILD_WAIT_S = 180.0
+_POLL_S = 0.2
 _EXT: Any = None
 _REASON: str | None = None
 
@@ -48,11 +62,18 @@ def load() -> Any:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")   # compiler-version advice from torch's builder
-            if not _built(cpp_extension, name):
-                print("fastbench: building the profiler's native op observer for torch "
-                      f"{torch.__version__} (once; about 10 s)...", file=sys.stderr, flush=True)
-            _EXT = cpp_extension.load(name=name, sources=[str(_SOURCE)],
-                                      extra_cflags=["-O2", "-DNDEBUG"], verbose=False)
+            directory = Path(cpp_extension._get_build_directory(name, verbose=False))
+            with build_lock(directory) as held:
+                if not held:
+                    _REASON = (f"another process has been building the native observer in "
+                               f"{directory} for over {BUILD_WAIT_S:g} s")
+                    return None
+                if not _built(cpp_extension, name):
+                    print("fastbench: building the profiler's native op observer for torch "
+                          f"{torch.__version__} (once; about 10 s)...", file=sys.stderr,
+                          flush=True)
+                _EXT = cpp_extension.load(name=name, sources=[str(_SOURCE)],
+                                          extra_cflags=["-O2", "-DNDEBUG"], verbose=False)
     except Exception as e:   # no compiler, no ninja, headers missing: say so, fall back
         first = str(e).strip().splitlines()
         _REASON = (f"the native observer could not be built ({type(e).__name__}: "
@@ -60,6 +81,59 @@ def load() -> Any:
                    f"(pip install ninja)")
         return None
     return _EXT
+
+
+def _owner(lock: Path) -> int | None:
+    """The process id a fastbench lock holds (None when unreadable)."""
+    try:
+        return int(lock.read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+@contextlib.contextmanager
+def build_lock(directory: Path, wait_s: float | None = None) -> Any:
+    """Hold fastbench's build lock in ``directory`` for the block (yields True), removing
+    a stale one and torch's stale ``lock``; yields False when another live process held it
+    for ``wait_s`` (default :data:`BUILD_WAIT_S`)."""
+    wait = BUILD_WAIT_S if wait_s is None else wait_s
+    directory.mkdir(parents=True, exist_ok=True)
+    ours, torchs = directory / "fastbench-build.pid", directory / "lock"
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            fd = os.open(ours, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            owner = _owner(ours)
+            if owner is None:  # being written this instant, or garbage: give it a moment
+                try:
+                    age = time.time() - ours.stat().st_mtime
+                except FileNotFoundError:
+                    continue
+                stale = age > 5.0
+            else:
+                stale = owner == os.getpid() or not alive(owner)
+            if stale:
+                with contextlib.suppress(FileNotFoundError):
+                    ours.unlink()
+                continue
+            if time.monotonic() >= deadline:
+                yield False
+                return
+            time.sleep(_POLL_S)
+            continue
+        break
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(f"{os.getpid()}\n")
+        # No fastbench process builds here but this one: a torch lock left now is a dead
+        # build's (torch's lock names no owner, and would be waited on forever).
+        with contextlib.suppress(FileNotFoundError):
+            torchs.unlink()
+        yield True
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            ours.unlink()
 
 
 def _built(cpp_extension: Any, name: str) -> bool:

@@ -43,7 +43,7 @@ from ..errors import FastbenchError
 from ..profiling.result import (NOT_IN_OP, OUTSIDE, Cell, Overhead, Profile, TraceEvent,
                                  op_family)
 from . import observer
-from .aten_ops import count_op
+from .aten_ops import count_decomposed, count_op
 from .dispatch import Modules, tensors
 from .timeline import COST as _COST
 from .timeline import END as _END
@@ -275,6 +275,8 @@ class _Recorder(TorchDispatchMode):  # type: ignore[misc]
                key: tuple[Any, ...]) -> _OpInfo:
         try:
             c = count_op(func, args, kwargs, out)
+            if c is None:  # a composite without a formula: its pieces, as the analyzer does
+                c = count_decomposed(func, args, kwargs, out)
         except Exception:   # a formula that cannot read these arguments counts nothing
             c = None
         name = f"{func.namespace}::{func.overloadpacket.__name__}"

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..units import format_ns, format_rel
+from .lines import printable
 from .table import table
 
 if TYPE_CHECKING:
@@ -32,11 +33,14 @@ def comparison_lines(c: Comparison) -> list[str]:
     base = c.measurements[c.baseline]
     how = _how(c)
     corr = "" if len(c.results) < 2 or c.correction == "none" else f", {c.correction}-corrected p"
-    lines = [f"baseline: {c.baseline} ({how}{corr})"]
+    # Names, versions, designs and warnings may come from a results file: each is shown
+    # with its control characters escaped, newlines included (printable).
+    lines = [f"baseline: {printable(c.baseline)} ({how}{corr})"]
     if c.versions:
-        lines.append("versions: " + ", ".join(f"{name} = {spec}" for name, spec in c.versions.items()))
+        lines.append("versions: " + ", ".join(f"{printable(name)} = {printable(spec)}"
+                                              for name, spec in c.versions.items()))
     if c.design:
-        lines.append(f"design: {c.design}")
+        lines.append(f"design: {printable(c.design)}")
     rows = [[c.baseline, format_ns(base.median_ns), _rel_ci(base), "1 (baseline)", "", "", ""]]
     for name, r in c.results.items():
         m = c.measurements[name]
@@ -50,11 +54,11 @@ def comparison_lines(c: Comparison) -> list[str]:
     for name, r in c.results.items():
         parts = _effect_parts(r)
         if parts:
-            lines.append(f"  {name}: " + ", ".join(parts))
+            lines.append(f"  {printable(name)}: " + ", ".join(parts))
     for name, r in c.results.items():
-        lines += [f"  {name}: {w}" for w in r.warnings]
+        lines += [f"  {printable(name)}: {printable(w)}" for w in r.warnings]
     for name, m in c.measurements.items():
-        lines += [f"  {name}: {w}" for w in m.warnings]
+        lines += [f"  {printable(name)}: {printable(w)}" for w in m.warnings]
     if c.stop_reason == "max_time_s":
         lines.append(f"  note: the time budget ended the run after {c.rounds} rounds")
     return lines
@@ -116,8 +120,8 @@ def instruction_comparison_lines(c: InstructionComparison) -> list[str]:
     """The instruction-count table: per variant its count per call, per candidate the change
     and the verdict, then what counts cannot see."""
     base = c.counts[c.baseline]
-    lines = [f"baseline: {c.baseline} (instructions per call, {base.label}; a change beyond "
-             f"±{format_rel(c.tolerance)} is a difference)"]
+    lines = [f"baseline: {printable(c.baseline)} (instructions per call, {base.label}; a "
+             f"change beyond ±{format_rel(c.tolerance)} is a difference)"]
     layouts = any(len(m.runs) > 1 for m in c.counts.values())
     rows = [[c.baseline, f"{base.per_call:,.1f}", *_layout_range(base, layouts),
              _cycles(base.estimated_cycles), "", ""]]
@@ -130,7 +134,7 @@ def instruction_comparison_lines(c: InstructionComparison) -> list[str]:
     lines += table(head, rows)
     # What counts cannot see is the same sentence for every candidate: said once.
     warnings = dict.fromkeys(w for r in c.results.values() for w in r.warnings)
-    return lines + [f"  note: {w}" for w in warnings]
+    return lines + [f"  note: {printable(w)}" for w in warnings]
 
 
 def _layout_range(m: InstructionCount, shown: bool) -> list[str]:

@@ -1,5 +1,6 @@
-"""The text form that result types share: ``TextLines`` (``str()`` joins ``lines()``) and
-``note_lines`` (one "note:" line per note). Leaf module: no fastbench imports, no layout
+"""The text form that result types share: ``TextLines`` (``str()`` joins ``lines()``),
+``note_lines`` (one "note:" line per note) and ``printable`` (a string from a file or from
+user code made safe to show on a terminal). Leaf module: no fastbench imports, no layout
 (tables are :mod:`.table`), no printing.
 """
 
@@ -7,7 +8,30 @@ from __future__ import annotations
 
 from typing import Iterable
 
-__all__ = ["TextLines", "note_lines"]
+__all__ = ["TextLines", "note_lines", "printable"]
+
+# Characters a terminal acts on rather than shows: the C0 controls (ESC starts the sequences
+# that move the cursor, erase lines and recolour; CR returns to the line's start), DEL, the
+# C1 controls (CSI, 0x9b, is ESC [ in one byte), and the bidirectional overrides and
+# isolates that reorder what follows them on screen.
+_CONTROLS = ([*range(0x20), 0x7F, *range(0x80, 0xA0)]
+             + [0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A)])
+_ESCAPES = {c: (f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}") for c in _CONTROLS}
+_TABLES: dict[str, dict[int, str]] = {}
+
+
+def printable(text: str, keep: str = "") -> str:
+    """``text`` with every control character written out as an escape (``\\x1b`` for ESC,
+    ``\\n`` for a newline, ``\\u202e`` for a right-to-left override), except those in
+    ``keep``. Strings from results files and user code go through it before they are shown,
+    so none can move the cursor, rewrite a line already shown or start a line of its own."""
+    table = _TABLES.get(keep)
+    if table is None:
+        table = _TABLES[keep] = {c: e for c, e in _ESCAPES.items() if chr(c) not in keep}
+        table.update({ord("\n"): "\\n", ord("\t"): "\\t", ord("\r"): "\\r"})
+        for c in keep:
+            table.pop(ord(c), None)
+    return text.translate(table)
 
 
 class TextLines:
@@ -22,5 +46,5 @@ class TextLines:
 
 
 def note_lines(notes: Iterable[str], indent: str = "  ") -> list[str]:
-    """One ``{indent}note: {note}`` line per note, in order."""
-    return [f"{indent}note: {n}" for n in notes]
+    """One ``{indent}note: {note}`` line per note, in order, control characters escaped."""
+    return [f"{indent}note: {printable(n)}" for n in notes]

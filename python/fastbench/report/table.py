@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
+from .lines import printable
+
 __all__ = ["Table", "table"]
 
 _ALIGNS = frozenset("lr")
@@ -49,8 +51,11 @@ class Table:
 
     def text(self, indent: str = "  ") -> list[str]:
         """Lines with columns sized to their widest cell, two spaces apart, each line
-        starting with ``indent`` and without trailing spaces."""
-        widths = [max(len(c) for c in col) for col in zip(self.headers, *self.rows)]
+        starting with ``indent`` and without trailing spaces. A cell's control characters
+        are shown escaped (:func:`~fastbench.report.lines.printable`): a name from a file
+        cannot break its row or act on the terminal."""
+        shown = [tuple(printable(c) for c in row) for row in (self.headers, *self.rows)]
+        widths = [max(len(c) for c in col) for col in zip(*shown)]
         align = self.align or "l" * len(self.headers)
 
         def line(cells: Sequence[str]) -> str:
@@ -58,7 +63,7 @@ class Table:
                      for c, w, a in zip(cells, widths, align)]
             return (indent + "  ".join(parts)).rstrip()
 
-        return [line(self.headers)] + [line(r) for r in self.rows]
+        return [line(r) for r in shown]
 
 
 def table(headers: Sequence[object], rows: Sequence[Sequence[object]], indent: str = "  ",

@@ -325,9 +325,27 @@ def _read_at_most(stream: Any, limit: int) -> bytearray:
     return out
 
 
+def _open_regular(path: PathArg) -> Any:
+    """``path`` opened for reading in binary, if it is a regular file: a FIFO, a device or a
+    directory is ResultsFileError naming it. Opened without blocking first, since opening a
+    FIFO waits for a writer that may never come."""
+    fd = os.open(os.fspath(path), os.O_RDONLY | os.O_NONBLOCK)  # FileNotFoundError names it
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            what = ("a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode)
+                    else "a socket" if stat.S_ISSOCK(mode) else "a device")
+            raise ResultsFileError(f"{path} is {what}, not a results file")
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 def _read_capped(path: PathArg) -> bytearray:
     """The file's bytes, decompressed if gzip, as a stream that stops past MAX_JSON_BYTES."""
-    with open(os.fspath(path), "rb") as f:  # FileNotFoundError names the file
+    with _open_regular(path) as f:
         compressed = f.read(2) == _GZIP_MAGIC
         f.seek(0)
         if compressed:

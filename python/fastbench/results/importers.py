@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..measurement import Measurement
+from ..measurement import MAX_SAMPLE_NS, MIN_SAMPLE_NS, Measurement
 from .files import (DATA_ERRORS, PathArg, ResultsFileError, parse_fastbench, read_json,
                     sniff_format, wrong_format)
 from .kinds import json_type, unique_name
@@ -36,6 +36,13 @@ def _times_ns(values: Any, what: str) -> NDArray[np.float64]:
     if not np.all(np.isfinite(arr)):  # seconds near the largest float overflow as ns
         i = int(np.flatnonzero(~np.isfinite(arr))[0])
         raise ValueError(f"{what}[{i}] is too large a time, got {values[i]!r} s")
+    # A time per call outside what a measurement can hold (a femtosecond to ~30 years): a
+    # denormal such as 5e-324 s would overflow every ratio taken of it.
+    bad = np.flatnonzero((arr < MIN_SAMPLE_NS) | (arr > MAX_SAMPLE_NS))
+    if bad.size:
+        i = int(bad[0])
+        raise ValueError(f"{what}[{i}] is not a time per call ({values[i]!r} s; from "
+                         f"{MIN_SAMPLE_NS / _NS_PER_S:g} to {MAX_SAMPLE_NS / _NS_PER_S:g} s)")
     return arr
 
 

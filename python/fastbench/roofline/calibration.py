@@ -29,7 +29,7 @@ from ..timing.callables import measure
 from ..units import format_bytes
 from . import kernels
 from .model import (DTYPES, LEVELS, TABLE_AGREE_WITHIN, UNSETTLED, Placement, Roofline,
-                    workload_threads)
+                    check_workload, workload_threads)
 
 __all__ = ["AGREE_WITHIN", "CACHE_VERSION", "MAX_READINGS", "Progress", "TABLE_AGREE_WITHIN",
            "cache_path", "calibrate", "place"]
@@ -574,6 +574,7 @@ def place(measurement: Measurement | None = None, *, flops: float, bytes: float,
     """Place a workload on ``roofline`` (by default this machine's, from the cache or a
     fresh ``calibrate()`` on the workload's threads where they are known: ``threads``, or
     PyTorch's where torch is imported). See ``Roofline.place``."""
+    check_workload(measurement, flops, bytes, seconds, working_set_bytes)  # before calibrating
     ran_on = workload_threads(threads)
     r = roofline if roofline is not None else calibrate(threads=ran_on)
     return r.place(measurement, flops=flops, bytes=bytes, seconds=seconds, dtype=dtype,

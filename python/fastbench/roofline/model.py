@@ -138,11 +138,29 @@ class Placement(TextLines):
         ]
 
 
+# The fastest ceiling a file may hold: an exaflop (or an exabyte a second) per machine.
+_MAX_RATE = 1e9
+
+
 def _positive(name: str, value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) \
             or not math.isfinite(value) or value <= 0:
         raise ValueError(f"{name} must be a positive finite number, got {value!r}")
     return float(value)
+
+
+def check_workload(measurement: Measurement | None, flops: Any, bytes: Any, seconds: Any,
+                   working_set_bytes: Any) -> None:
+    """The checks of a placement's workload that need no roofline, made before one is
+    calibrated (seconds of work) rather than after."""
+    if (measurement is None) == (seconds is None):
+        raise ValueError("give either a Measurement or seconds=, not both or neither")
+    _positive("flops", flops)
+    _positive("bytes", bytes)
+    if seconds is not None:
+        _positive("seconds", seconds)
+    if working_set_bytes is not None:
+        check_int("working_set_bytes", working_set_bytes, 1, say_positive=False)
 
 
 @dataclass(frozen=True)
@@ -358,8 +376,7 @@ class Roofline(TextLines):
         TypeError
             ``threads`` or ``working_set_bytes`` is not an int.
         """
-        if (measurement is None) == (seconds is None):
-            raise ValueError("give either a Measurement or seconds=, not both or neither")
+        check_workload(measurement, flops, bytes, seconds, working_set_bytes)
         n_flops = _positive("flops", flops)
         n_bytes = _positive("bytes", bytes)
         secs = _positive("seconds", measurement.median_ns * 1e-9
@@ -524,9 +541,12 @@ class Roofline(TextLines):
 
         def ceilings(value: Any) -> dict[str, float]:
             out = {str(k): float(v) for k, v in dict(value).items()}
+            if not out:  # a roof needs at least one ceiling of each kind
+                raise ValueError("the table is empty")
             for k, v in out.items():
-                if not math.isfinite(v) or v <= 0:
-                    raise ValueError(f"{k} is {v}, not a positive finite rate")
+                if not math.isfinite(v) or v <= 0 or v > _MAX_RATE:
+                    raise ValueError(f"{k} is {v}, not a positive finite rate (at most "
+                                     f"{_MAX_RATE:g} GFLOP/s or GB/s)")
             return out
 
         def threads(value: Any) -> int:

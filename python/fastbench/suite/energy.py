@@ -804,18 +804,36 @@ class Energy:
             return None
         return self.joules_per_call / self.seconds_per_call
 
+    @property
+    def resolved(self) -> bool:
+        """Whether the interval stays above 0: the energy is told apart from the idle
+        power. A wide interval reaching 0 is shown as an upper bound, not as "± 197%"."""
+        return self.ci is None or (self.ci[0] > 0 and self.joules_per_call > 0)
+
     def __post_init__(self) -> None:
         check_choice("method", self.method, METHODS)
+        if self.ci is not None and not (0.0 <= self.ci[0] <= self.ci[1] < math.inf):
+            raise ValueError(f"an energy interval must be [low, high] with 0 <= low <= high, "
+                             f"finite, got {list(self.ci)}")
         if self.estimated != (self.method == "estimated"):
             raise ValueError(f"estimated={self.estimated} contradicts method {self.method!r}")
         if self.estimated and not self.reason:
             raise ValueError("an estimated Energy needs the reason RAPL was not read")
+        if self.estimated and not (isinstance(self.watts_per_core, (int, float))
+                                   and 0.0 < self.watts_per_core < math.inf):
+            raise ValueError(f"an estimated Energy needs the model's watts_per_core > 0, got "
+                             f"{self.watts_per_core!r}")
+        if not math.isfinite(self.joules_per_call):
+            raise ValueError(f"joules_per_call must be finite, got {self.joules_per_call!r}")
 
     def text(self, *, reason: bool = True) -> str:
         """One line: "1.23 mJ ± 4%", and for an estimate "(estimated: <reason>)" (or
         "(estimated)" alone with ``reason=False``, for a table that states it once)."""
         text = format_joules(self.joules_per_call)
-        if self.ci is not None and self.joules_per_call != 0:
+        if self.ci is not None and not self.resolved:
+            text = (f"{format_joules(max(self.joules_per_call, 0.0))} (at most "
+                    f"{format_joules(self.ci[1])}: not resolved above the idle power)")
+        elif self.ci is not None:
             half = (self.ci[1] - self.ci[0]) / 2.0
             text += f" ± {format_rel(half / abs(self.joules_per_call))}"
         if self.estimated:
@@ -855,8 +873,9 @@ class Energy:
         idle = d.get("idle_w")
         wpc = d.get("watts_per_core")
         spc = d.get("seconds_per_call")
+        # Files written before intervals were bounded at 0 may hold a negative low end.
         return cls(float(d["joules_per_call"]),
-                   None if ci is None else (float(ci[0]), float(ci[1])),
+                   None if ci is None else (max(float(ci[0]), 0.0), float(ci[1])),
                    str(d["method"]), bool(d["estimated"]), str(d.get("reason", "")),
                    None if idle is None else float(idle), None if wpc is None else float(wpc),
                    int(d.get("blocks", 0)), int(d.get("calls_per_block", 0)),
@@ -975,11 +994,22 @@ def measure_energy_interleaved(
         out: dict[str, Energy] = {}
         for n in names:
             values = np.asarray(per_call_j[n], dtype=np.float64)
-            mean = float(values.mean())
-            ci = mean_ci(mean, float(values.std(ddof=1)), len(values), 0.95)
+            mean, ci = block_interval(values)
             out[n] = Energy(mean, ci, src.method, src.estimated, src.reason, meter.idle_w, wpc,
                             len(values), calls[n], float(np.mean(per_call_s[n])))
         return out
+
+
+def block_interval(per_call_j: np.ndarray) -> tuple[float, tuple[float, float] | None]:
+    """The mean energy per call over blocks and its 95% Student t interval, bounded below
+    by 0: blocks are net of the idle power, so a block can read below zero when the work
+    draws little beside it, but the energy a call costs cannot. An interval that reaches 0
+    says the energy was not resolved above the idle power (:meth:`Energy.resolved`)."""
+    mean = float(per_call_j.mean())
+    ci = mean_ci(mean, float(per_call_j.std(ddof=1)), len(per_call_j), 0.95)
+    if ci is None:
+        return mean, None
+    return mean, (max(ci[0], 0.0), max(ci[1], 0.0))
 
 
 def _calibrate(fn: Callable[[], object], min_block_s: float) -> int:

@@ -46,7 +46,30 @@ Interval = tuple[float, float]
 
 
 def _pair(v: Any) -> Interval | None:
-    return None if v is None else (float(v[0]), float(v[1]))
+    """An interval from a file: None, or [low, high] of finite numbers with low <= high."""
+    if v is None:
+        return None
+    if not isinstance(v, (list, tuple)) or len(v) != 2:
+        raise ValueError(f"an interval must be [low, high], got {v!r}")
+    low, high = (_finite(x, "an interval's end") for x in v)
+    if low > high:
+        raise ValueError(f"an interval must have low <= high, got [{low!r}, {high!r}]")
+    return low, high
+
+
+def _finite(v: Any, what: str, minimum: float | None = None, *, above: bool = False) -> float:
+    """A number from a file: finite, and at least (or above) ``minimum`` when given."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        raise ValueError(f"{what} must be a finite number, got {v!r}")
+    if minimum is not None and (v <= minimum if above else v < minimum):
+        raise ValueError(f"{what} must be {'>' if above else '>='} {minimum:g}, got {v!r}")
+    return float(v)
+
+
+def _batch(v: Any) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+        raise ValueError(f"a batch size must be an int >= 1, got {v!r}")
+    return v
 
 
 def _listed(v: Interval | None) -> list[float] | None:
@@ -89,9 +112,17 @@ class Latency:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Latency:
-        return cls(int(d["batch"]), tuple(float(x) for x in d["samples_s"]),
-                   float(d["median_s"]), _pair(d["median_ci"]),
-                   {str(k): (float(v[0]), _pair(v[1])) for k, v in d["percentiles"].items()})
+        samples = tuple(_finite(x, "a latency sample", 0.0, above=True) for x in d["samples_s"])
+        if not samples:
+            raise ValueError("a latency holds no samples")
+        percentiles = {str(k): (_finite(v[0], f"latency {k}", 0.0, above=True), _pair(v[1]))
+                       for k, v in d["percentiles"].items()}
+        missing = [k for k in PERCENTILES if k not in percentiles]
+        if missing:
+            raise ValueError(f"a latency lacks the percentiles {', '.join(missing)}")
+        return cls(_batch(d["batch"]), samples,
+                   _finite(d["median_s"], "a latency median", 0.0, above=True),
+                   _pair(d["median_ci"]), percentiles)
 
 
 @dataclass(frozen=True)
@@ -108,7 +139,8 @@ class Throughput:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Throughput:
-        return cls(int(d["batch"]), float(d["samples_per_s"]), _pair(d["ci"]))
+        return cls(_batch(d["batch"]),
+                   _finite(d["samples_per_s"], "a throughput", 0.0, above=True), _pair(d["ci"]))
 
 
 @dataclass(frozen=True)
@@ -128,6 +160,8 @@ class MetricValue:
     delta, delta_ci : float, (low, high) or None
         Against the baseline: ``value - baseline value``, and its paired bootstrap interval
         (examples resampled jointly) when both gave per-example scores on the same examples.
+    non_finite : int
+        Examples whose output held NaN or infinity (default accuracy only; counted wrong).
     """
 
     name: str
@@ -136,17 +170,22 @@ class MetricValue:
     examples: int | None = None
     delta: float | None = None
     delta_ci: Interval | None = None
+    non_finite: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "value": self.value, "ci": _listed(self.ci),
                 "examples": self.examples, "delta": self.delta,
-                "delta_ci": _listed(self.delta_ci)}
+                "delta_ci": _listed(self.delta_ci), "non_finite": self.non_finite}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> MetricValue:
+        non_finite = int(d.get("non_finite", 0))
+        if non_finite < 0:
+            raise ValueError(f"metric.non_finite must be a count >= 0, got {non_finite}")
         return cls(str(d["name"]), float(d["value"]), _pair(d.get("ci")),
                    None if d.get("examples") is None else int(d["examples"]),
-                   None if d.get("delta") is None else float(d["delta"]), _pair(d.get("delta_ci")))
+                   None if d.get("delta") is None else float(d["delta"]), _pair(d.get("delta_ci")),
+                   non_finite)
 
 
 @dataclass(frozen=True)
@@ -477,7 +516,8 @@ class SuiteResult(TextLines):
         out = [f"suite: {len(self.variants)} variants, baseline {self.baseline!r}, batch "
                f"{', '.join(map(str, self.batch_sizes))}"
                + (f", {self.settings['threads']} threads" if self.settings.get("threads") else "")
-               + (f", {self.settings.get('rounds')} interleaved rounds" if "rounds" in self.settings else "")]
+               + (f", {self.settings.get('rounds')} interleaved rounds" if "rounds" in self.settings else "")
+               + (f" ({self.settings['order']})" if self.settings.get("order") else "")]
         metric_name = next((r.metric.name for r in self.variants.values() if r.metric), "metric")
         head = ["Model", f"Time (batch {first})", "p99", "Memory", metric_name.capitalize(),
                 "Energy", "Speedup"]

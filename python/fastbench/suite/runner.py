@@ -5,10 +5,11 @@ FLOPs and a paired speedup verdict against the baseline.
 The order of work: the arguments are checked; every variant is called on every batch's
 inputs once (the probe), which warms it and gives the signatures the fairness checks compare
 (:mod:`.fairness`), so a mismatch raises before anything is timed; then per batch size the
-variants are warmed up and timed in rounds, each round one call of every variant in a
-rotating random order (a seeded permutation rotated by one each round), so a slow phase of
-the host reaches them alike and round i of two variants forms a pair; then memory, energy
-(:mod:`.energy`), the metric and the module facts. Statistics are fastbench.stats', the
+variants are warmed up and timed in rounds, each round one call of every variant, in a fresh
+seeded random order each round (two variants alternate), so a slow phase of the host reaches
+them alike, no variant always follows the same one (what a predecessor leaves in the caches
+would otherwise count as the variant's speed), and round i of two variants forms a pair;
+then memory, energy (:mod:`.energy`), the metric and the module facts. Statistics are fastbench.stats', the
 verdicts :func:`fastbench.compare`'s judgement.
 """
 
@@ -32,6 +33,7 @@ from ..stats.summary import mean_ci
 from ..stats.twosample import ESTIMATORS
 from ..timing import callable_target, gc_paused, run_config
 from ..timing.config import MAX_COUNT
+from ..timing.sampling import order_design, round_order
 from ..timing.targets import Target
 from .energy import Energy, measure_energy_interleaved
 from .fairness import Signature, UnfairComparison, check_allow, differences, signature
@@ -213,40 +215,48 @@ def _to_numpy(x: Any) -> np.ndarray:
     return np.asarray(x)
 
 
-def default_accuracy(fn: Callable[..., Any], eval_data: Any) -> np.ndarray:
-    """Per-example correctness ``argmax(output, -1) == label`` over ``eval_data``: one
-    ``(inputs, labels)`` pair or an iterable of such batches."""
+def default_accuracy(fn: Callable[..., Any], eval_data: Any) -> tuple[np.ndarray, int]:
+    """Per-example correctness ``argmax(output, -1) == label`` over ``eval_data`` (one
+    ``(inputs, labels)`` pair or an iterable of such batches), and how many examples' outputs
+    held a value that is not finite. Such an example is never correct: the argmax of a row of
+    NaN is 0, which would match every label 0."""
     if (isinstance(eval_data, (tuple, list)) and len(eval_data) == 2
             and hasattr(eval_data[1], "shape")):
         batches: Iterable[Any] = [eval_data]
     else:
         batches = eval_data
     parts = []
+    non_finite = 0
     for batch in batches:
         if not (isinstance(batch, (tuple, list)) and len(batch) == 2):
             raise TypeError("without a metric, eval_data must be (inputs, labels) or an "
                             "iterable of (inputs, labels) batches")
         inputs, labels = batch
         args, kwargs = _as_call_args(inputs)
-        out = fn(*args, **kwargs)
-        pred = _to_numpy(out).argmax(axis=-1).reshape(-1)
+        out = _to_numpy(fn(*args, **kwargs))
+        pred = out.argmax(axis=-1).reshape(-1)
         truth = _to_numpy(labels).reshape(-1)
         if pred.shape != truth.shape:
             raise ValueError(f"the output's argmax gives {pred.size} predictions for "
                              f"{truth.size} labels")
-        parts.append((pred == truth).astype(np.float64))
+        finite = np.ones(pred.size, dtype=bool)
+        if np.issubdtype(out.dtype, np.inexact):
+            finite = np.isfinite(out).reshape(pred.size, -1).all(axis=1)
+        non_finite += int(pred.size - np.count_nonzero(finite))
+        parts.append(((pred == truth) & finite).astype(np.float64))
     if not parts:
         raise ValueError("eval_data holds no batch")
-    return np.concatenate(parts)
+    return np.concatenate(parts), non_finite
 
 
 def _metric_values(variants: Mapping[str, _Variant], baseline: str, eval_data: Any,
                    metric: Callable[..., Any] | None) -> dict[str, MetricValue]:
     name = "accuracy" if metric is None else str(getattr(metric, "__name__", "metric"))
     raw: dict[str, tuple[float, np.ndarray | None]] = {}
+    bad: dict[str, int] = {}
     for v in variants.values():
         if metric is None:
-            correct = default_accuracy(v.fn, eval_data)
+            correct, bad[v.name] = default_accuracy(v.fn, eval_data)
             raw[v.name] = (float(correct.mean()), correct)
         else:
             raw[v.name] = _scores(metric(v.obj, eval_data), f"metric({v.name!r}, eval_data)")
@@ -261,8 +271,16 @@ def _metric_values(variants: Mapping[str, _Variant], baseline: str, eval_data: A
                 d, lo, hi = paired_bootstrap_delta_ci(base_scores, scores, CONFIDENCE)
                 delta, delta_ci = d, (lo, hi)
         out[n] = MetricValue(name, value, ci, None if scores is None else int(scores.size),
-                             delta, delta_ci)
+                             delta, delta_ci, bad.get(n, 0))
     return out
+
+
+def non_finite_warnings(metrics: Mapping[str, MetricValue]) -> list[str]:
+    """One warning per variant whose outputs held NaN or infinity (those examples were
+    counted wrong)."""
+    return [f"{n}: {m.non_finite} of {m.examples} outputs are not finite (NaN or infinity); "
+            f"they are counted wrong, and its speed is that of a broken model"
+            for n, m in metrics.items() if m.non_finite]
 
 
 # -- the run ------------------------------------------------------------------------------------
@@ -333,7 +351,6 @@ def _time_batch(variants: Mapping[str, _Variant], plan: _Inputs, batch: int, cfg
                                         name=name, identify=False)
     samples: dict[str, list[float]] = {n: [] for n in names}
     spent = dict.fromkeys(names, 0.0)
-    order = [names[i] for i in rng.permutation(len(names))]
     out_of_time = False
     with gc_paused(cfg.disable_gc):
         for name in names:
@@ -342,8 +359,7 @@ def _time_batch(variants: Mapping[str, _Variant], plan: _Inputs, batch: int, cfg
         start = time.monotonic()
         r = 0
         while r < MAX_COUNT:
-            k = r % len(order)
-            for name in [*order[k:], *order[:k]]:
+            for name in round_order(names, r, rng):
                 if settle_calls:  # untimed: the variant's caches warm again after the others
                     targets[name].sampler.run(1, settle_calls)
                 got, _, elapsed = targets[name].sample(1)
@@ -499,6 +515,10 @@ def run(
         raise ValueError("metric needs eval_data (passed to it as its second argument)")
     seed = check_int("seed", seed, 0)
     settle_calls = check_int("settle_calls", settle_calls, 0, maximum=MAX_COUNT)
+    if watts_per_core is not None:  # checked again by the energy model, but only after timing
+        watts = check_finite("watts_per_core", watts_per_core)
+        if watts <= 0:
+            raise ValueError(f"watts_per_core must be > 0 W, got {watts_per_core!r}")
     cfg = run_config(warmup, 1e-4, rounds, 1, "auto", True, None)
     allowed_kinds = check_allow(allow, names)
     support = _torch_support()
@@ -548,6 +568,7 @@ def run(
         report("metric")
         metrics = (_metric_values(objs, baseline, eval_data, metric)
                    if eval_data is not None else {})
+        warnings[:0] = non_finite_warnings(metrics)  # first: every other figure hangs on it
     records = {}
     for n in names:
         mem, facts_notes, flops, macs, params = mems[n]
@@ -565,6 +586,7 @@ def run(
         )
     settings = {"rounds": min(rounds_run.values()), "rounds_asked": rounds,
                 "duration_s": duration_s, "warmup": warmup, "settle_calls": settle_calls,
+                "order": order_design(len(objs)),
                 "max_time_s": max_time_s,
                 "threads": ran_on, "seed": seed, "alpha": alpha, "min_effect": min_effect,
                 "estimator": estimator,

@@ -38,6 +38,11 @@ __all__ = [
     "single_stream",
 ]
 
+# Bounds of a Server run, checked before anything is drawn: a query is a Python call (so no
+# more than ten million a second), and a run's arrival and timing arrays stay near 0.5 GB.
+MAX_RATE_QPS = 1e7
+MAX_QUERIES = 10_000_000
+
 # The percentiles every latency result gives, each with its order-statistic interval.
 _PERCENTILES = (0.50, 0.90, 0.99)
 _CI_LEVEL = 0.95
@@ -702,11 +707,20 @@ def server(fn: Callable[[], object], rate_qps: float, *, min_queries: int = 1000
     """
     func = _check_callable(fn)
     rate = check_seconds("rate_qps", rate_qps)  # a positive finite number
-    need = check_int("min_queries", min_queries, 2)
+    if rate > MAX_RATE_QPS:
+        raise ValueError(f"rate_qps must be at most {MAX_RATE_QPS:.0e} queries a second (each "
+                         f"query is a Python call), got {rate_qps!r}")
+    need = check_int("min_queries", min_queries, 2, maximum=MAX_QUERIES)
     min_s = check_seconds("min_duration_s", min_duration_s)
     rng_seed = check_int("seed", seed, 0)
     max_s = check_seconds("max_time_s", max_time_s)
+    if min_s > max_s:
+        raise ValueError(f"min_duration_s={min_duration_s!r} cannot be reached within "
+                         f"max_time_s={max_time_s!r}")
     n = max(need, math.ceil(rate * min_s))
+    if n > MAX_QUERIES:  # before the arrival times are drawn: 8 bytes each, several arrays
+        raise ValueError(f"rate_qps={rate_qps!r} for min_duration_s={min_duration_s!r} asks "
+                         f"for {n:,} queries; a run holds at most {MAX_QUERIES:,}")
     gaps_ns = np.random.default_rng(rng_seed).exponential(1e9 / rate, n)
     gaps_ns[0] = 0.0
     lead_ns = 2_000_000  # let the feeder start before the first arrival

@@ -12,7 +12,7 @@ from .._checks import check_bool, check_choice, check_int
 from ..counters import InstructionCount, count_instructions
 from ..measurement import Measurement
 from ..memory import call_memory
-from .config import DEFAULT_DURATION_S, DEFAULT_SAMPLE_S, RunConfig, run_config
+from .config import DEFAULT_DURATION_S, DEFAULT_SAMPLE_S, MAX_PROCESSES, RunConfig, run_config
 from .sampling import gc_paused, run_target
 from .targets import callable_target
 from .workers import WorkerJob, callable_job, importable, run_workers
@@ -37,13 +37,16 @@ def in_workers(job: WorkerJob, processes: object, timeout_s: float | None,
                name: str | None) -> Measurement:
     """``job`` run in ``processes`` worker processes, one after the other, as one Measurement
     of several runs (:meth:`Measurement.from_runs`)."""
-    count = check_int("processes", processes, 1, say_positive=False)
+    count = check_int("processes", processes, 1, say_positive=False,
+                      maximum=MAX_PROCESSES)
     return Measurement.from_runs(run_workers(job, count, timeout_s=timeout_s), name=name)
 
 
 def instruction_runs(processes: object) -> int:
     """The heap layouts ``processes`` asks an instruction count for: one when None."""
-    return 1 if processes is None else check_int("processes", processes, 1, say_positive=False)
+    if processes is None:
+        return 1
+    return check_int("processes", processes, 1, say_positive=False, maximum=MAX_PROCESSES)
 
 
 def _instructions(fn: Callable[..., Any] | str, args: tuple[Any, ...], kwargs: dict[str, Any],

@@ -25,6 +25,10 @@ COUNTERS_MISSING = ("raise", "skip")
 # and the native loop counts them in 64 bits (loops=2**64-1 passed the old checks and ran
 # forever; repeat=2**64 failed deep inside the binding).
 MAX_COUNT = 1 << 40
+# The most worker processes one call starts (each costs about a second at the least), and the
+# longest sample asked for: a minute (a call longer than that is one sample of one loop).
+MAX_PROCESSES = 10_000
+MAX_SAMPLE_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -73,7 +77,7 @@ def run_config(
     """
     return RunConfig(
         warmup=check_int("warmup", warmup, 0, maximum=MAX_COUNT),
-        min_time_s=check_seconds("min_time_s", min_time_s),
+        min_time_s=check_seconds("min_time_s", min_time_s, maximum=MAX_SAMPLE_S),
         repeat=check_int("repeat", repeat, 1, say_positive=False, maximum=MAX_COUNT),
         loops=None if loops is None else check_int("loops", loops, 1, say_positive=False,
                                                    maximum=MAX_COUNT),

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import select
-import tempfile
 import time
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
@@ -19,6 +18,7 @@ from typing import Callable, Mapping, Sequence
 import psutil
 
 from .._checks import check_int, check_seconds
+from .._children import temporary_directory, terminating
 from ..measurement import Measurement
 from .workers import (Launch, Started, Who, WorkerError, WorkerJob, finish_worker, kill_worker,
                       start_worker, write_specs)
@@ -178,7 +178,7 @@ def run_duets(jobs: Mapping[str, WorkerJob], duets: int, *, cpus: tuple[int, int
     timeout = None if timeout_s is None else check_seconds("timeout_s", timeout_s)
     names = list(jobs)
     out: dict[str, list[Measurement]] = {name: [] for name in names}
-    with tempfile.TemporaryDirectory(prefix="fastbench-workers-") as tmp_name:
+    with terminating(), temporary_directory("workers") as tmp_name:
         tmp = Path(tmp_name)
         specs = write_specs(jobs, tmp)
         for i in range(count):

@@ -170,19 +170,36 @@ def run_target(target: Target, cfg: RunConfig,
         return replace(m, counters=counts)
 
 
-def rotation(names: Sequence[str], round_index: int) -> list[str]:
-    """The order of round ``round_index``: the names rotated left by ``round_index mod k``."""
-    k = round_index % len(names)
-    return [*names[k:], *names[:k]]
+ROUND_ORDER = ("alternating (A B, B A, ...)", "a fresh random order each round")
 
 
-def run_rounds(targets: Mapping[str, Target],
-               cfg: RunConfig) -> tuple[dict[str, list[float]], dict[str, Measurement], str]:
+def round_order(names: Sequence[str], round_index: int, rng: np.random.Generator) -> list[str]:
+    """The order of round ``round_index`` of ``names``.
+
+    Two names alternate (A B, then B A), so each goes first in half the rounds and follows
+    the other, or itself across a round's edge, equally often. Three or more are drawn in a
+    fresh random order every round: a fixed order rotated by one would give each one almost
+    always the same predecessor, and what that predecessor leaves in the caches (or takes
+    out of them) would be counted as the variant's own speed.
+    """
+    if len(names) <= 2:
+        k = round_index % len(names)
+        return [*names[k:], *names[:k]]
+    return [names[i] for i in rng.permutation(len(names))]
+
+
+def order_design(count: int) -> str:
+    """How :func:`round_order` orders ``count`` names, in words (stated in results)."""
+    return ROUND_ORDER[0] if count <= 2 else ROUND_ORDER[1]
+
+
+def run_rounds(targets: Mapping[str, Target], cfg: RunConfig, seed: int = 0
+               ) -> tuple[dict[str, list[float]], dict[str, Measurement], str]:
     """Several targets measured side by side, with the GC paused as configured: each prepared
-    (loops, warmup, floors), then rounds of one sample of every target, each round in the
-    order of the previous one rotated by one (:func:`rotation`), so that drift of the machine
-    hits all alike and sample i of every target forms a pair. ``cfg.repeat`` rounds, fewer
-    when ``cfg.max_time_s`` is spent (at least one).
+    (loops, warmup, floors), then rounds of one sample of every target in the order of
+    :func:`round_order` (seeded by ``seed``), so that drift of the machine hits all alike, no
+    target has a fixed predecessor, and sample i of every target forms a pair.
+    ``cfg.repeat`` rounds, fewer when ``cfg.max_time_s`` is spent (at least one).
 
     Returns
     -------
@@ -194,12 +211,13 @@ def run_rounds(targets: Mapping[str, Target],
     samples: dict[str, list[float]] = {n: [] for n in names}
     spent = dict.fromkeys(names, 0.0)
     stop = "rounds"
+    rng = np.random.default_rng(seed)
     with gc_paused(cfg.disable_gc):
         for t in targets.values():
             t.prepare(cfg)
         start = time.monotonic()
         for r in range(cfg.repeat):
-            for name in rotation(names, r):
+            for name in round_order(names, r, rng):
                 got, _, elapsed = targets[name].sample(1)
                 samples[name] += got
                 spent[name] += elapsed

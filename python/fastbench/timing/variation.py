@@ -14,6 +14,7 @@ from .._checks import check_int
 from ..machine import RunVariation, fingerprint, store_run_variation
 from ..measurement import Measurement
 from ..stats.runs import run_spread
+from .config import MAX_PROCESSES
 from .workers import run_workers, statement_job
 
 __all__ = ["VARIATION_PROCESSES", "measure_run_variation"]
@@ -52,7 +53,8 @@ def measure_run_variation(
     fastbench.timing.workers.WorkerError
         A worker failed.
     """
-    count = check_int("processes", processes, 3, say_positive=False)
+    count = check_int("processes", processes, 3, say_positive=False,
+                      maximum=MAX_PROCESSES)
     job = statement_job(_STMT, _SETUP, name="run variation: sorted(400 floats)")
     runs = run_workers(job, count, progress=progress)
     m = Measurement.from_runs(runs)

@@ -15,14 +15,15 @@ import shutil
 import subprocess
 import sys
 import sysconfig
-import tempfile
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterator, Mapping
 
 from .._checks import check_choice, check_int
+from .._children import make_temporary_directory, terminating
 from ..errors import FastbenchError
 from ..machine.git import safe_git
 from ..measurement import Measurement
+from .config import MAX_PROCESSES
 from .duets import duet_cores, run_duets
 from .worker import ENV_VERSION_ROOTS
 from .workers import Launch, WorkerJob, run_interleaved, statement_job
@@ -300,40 +301,41 @@ def prepared_versions(versions: Mapping[str, Version], *, install: str | None = 
         A checkout or an install failed, or an interpreter cannot run the workers (nothing
         made is left behind).
     """
-    tmp = tempfile.mkdtemp(prefix="fastbench-versions-")
+    tmp = make_temporary_directory("versions")
     made: list[tuple[Version, str]] = []
-    try:
-        out = {}
-        for i, (name, v) in enumerate(versions.items()):
-            if progress is not None:
-                progress(i + 1, len(versions), f"preparing {name}")
-            python = v.target if v.kind == "python" else sys.executable
-            if v.kind == "git":
-                directory = _checkout(v, os.path.join(tmp, f"checkout-{i}"))
-                made.append((v, directory))
-            elif v.kind == "directory":
-                directory = v.target
-            else:
-                directory = os.getcwd()
-            path = _code_path(directory)
-            if install:
-                target = os.path.join(tmp, f"install-{i}")
-                os.makedirs(target)
-                _install(v, directory, install, python, target, install_timeout_s)
-                if os.listdir(target):
-                    path = [target, *path]
-            own = list(path)
-            if v.kind == "python":
-                path += _check_interpreter(v, path, tmp)
-            else:
-                path += [p for p in _parent_path() if p not in path]  # after the code
-            out[name] = PreparedVersion(v, directory, python, tuple(path),
-                                        tuple(p for p in path if p not in own))
-        yield out
-    finally:
-        for v, where in made:
-            _remove_checkout(v, where)
-        shutil.rmtree(tmp, ignore_errors=True)
+    with terminating():  # SIGTERM, SIGHUP: the checkouts removed on the way out
+        try:
+            out = {}
+            for i, (name, v) in enumerate(versions.items()):
+                if progress is not None:
+                    progress(i + 1, len(versions), f"preparing {name}")
+                python = v.target if v.kind == "python" else sys.executable
+                if v.kind == "git":
+                    directory = _checkout(v, os.path.join(tmp, f"checkout-{i}"))
+                    made.append((v, directory))
+                elif v.kind == "directory":
+                    directory = v.target
+                else:
+                    directory = os.getcwd()
+                path = _code_path(directory)
+                if install:
+                    target = os.path.join(tmp, f"install-{i}")
+                    os.makedirs(target)
+                    _install(v, directory, install, python, target, install_timeout_s)
+                    if os.listdir(target):
+                        path = [target, *path]
+                own = list(path)
+                if v.kind == "python":
+                    path += _check_interpreter(v, path, tmp)
+                else:
+                    path += [p for p in _parent_path() if p not in path]  # after the code
+                out[name] = PreparedVersion(v, directory, python, tuple(path),
+                                            tuple(p for p in path if p not in own))
+            yield out
+        finally:
+            for v, where in made:
+                _remove_checkout(v, where)
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _pick_design(design: str, count: int) -> tuple[str, str, tuple[int, int] | None]:
@@ -369,7 +371,8 @@ def run_versions(prepared: Mapping[str, PreparedVersion], stmt: str, setup: str,
         A worker failed (its stderr is in the message).
     """
     check_choice("design", design, DESIGNS)
-    count = check_int("processes", processes, 1, say_positive=False)
+    count = check_int("processes", processes, 1, say_positive=False,
+                      maximum=MAX_PROCESSES)
     jobs: dict[str, WorkerJob] = {}
     for name, p in prepared.items():
         job = statement_job(stmt, setup, options=options, name=name)

@@ -38,7 +38,6 @@ import re
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -47,9 +46,11 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence, TypeVar
 
 from .._checks import check_int, check_seconds
+from .._children import DIE_WITH_PARENT, ENV_PARENT, temporary_directory, terminating
 from ..counters.simulation.target import callable_spec
 from ..errors import FastbenchError, file_tail
 from ..measurement import Measurement
+from .config import MAX_PROCESSES
 
 __all__ = ["CALLABLE_OPTIONS", "ROUNDS_OPTIONS", "STATEMENT_OPTIONS", "ImportRef", "Launch",
            "Started", "Who", "WorkerError", "WorkerJob", "callable_job", "finish_worker",
@@ -80,7 +81,11 @@ _STRING_OPS = frozenset({"SHORT_BINUNICODE", "BINUNICODE", "BINUNICODE8", "UNICO
 # very fastbench even where a fresh interpreter would find another one (or none): a source
 # tree put on sys.path by a script or a test runner. The spec's outer layer is plain data
 # for that reason.
-_BOOTSTRAP = """\
+# First of all it asks to die with the process that started it (fastbench._children).
+_BOOTSTRAP = DIE_WITH_PARENT + f"""\
+import os
+_fastbench_die_with_parent(int(os.environ.get({ENV_PARENT!r}, "0")))
+""" + """\
 import pickle, sys
 with open(sys.argv[1], "rb") as f:
     path = pickle.load(f)["sys_path"]
@@ -416,7 +421,7 @@ def rounds_job(jobs: Mapping[str, WorkerJob], *, options: Mapping[str, Any],
                name: str | None = None) -> WorkerJob:
     """A job measuring several variants side by side in each worker, as ``compare`` does in
     one process: every variant prepared (loops, warmup, floors), then rounds of one sample
-    of each in rotating order (:func:`fastbench.timing.sampling.run_rounds`).
+    of each (:func:`fastbench.timing.sampling.run_rounds`'s order).
 
     Each worker's variants then share its process and its minutes: whatever makes one
     process run faster or slower than the next (the host's speed level, memory layout)
@@ -636,7 +641,8 @@ def interleaved_order(names: Sequence[str], processes: int) -> list[str]:
     ValueError
         No names, a name twice, or ``processes`` < 1.
     """
-    count = check_int("processes", processes, 1, say_positive=False)
+    count = check_int("processes", processes, 1, say_positive=False,
+                      maximum=MAX_PROCESSES)
     order = list(names)
     if not order:
         raise ValueError("names is empty; pass at least one variant name")
@@ -849,7 +855,7 @@ def _run_in_order(jobs: Mapping[str, WorkerJob], order: list[str], count: int,
     """One worker per entry of ``order`` (a key of ``jobs``), one after the other, each
     result read from its JSON by ``read``; by key, in the order they ran."""
     results: dict[str, list[_T]] = {key: [] for key in jobs}
-    with tempfile.TemporaryDirectory(prefix="fastbench-workers-") as tmp_name:
+    with terminating(), temporary_directory("workers") as tmp_name:
         tmp = Path(tmp_name)
         specs = write_specs(jobs, tmp)
         for step, key in enumerate(order):
@@ -897,7 +903,7 @@ def start_worker(spec: Path, tmp: Path, step: int, who: Who, launch: Launch = _H
     out = tmp / f"result{step}.json"
     stderr_path = tmp / f"stderr{step}"
     argv = [launch.python or sys.executable, "-c", _BOOTSTRAP, str(spec), str(out), *extra_args]
-    env = None if not launch.env else {**os.environ, **launch.env}
+    env = {**os.environ, **(launch.env or {}), ENV_PARENT: str(os.getpid())}
     with open(tmp / f"stdout{step}", "wb") as stdout, open(stderr_path, "wb") as stderr:
         # A session of its own: a timeout or Ctrl-C kills whatever the workload started too,
         # and the terminal's Ctrl-C reaches only this process, which then kills the worker.

@@ -17,6 +17,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import IO, Mapping
 
+from ..._children import dying_with_parent
 from ...errors import FastbenchError, file_tail, last_lines
 from .geometry import CACHE_NAMES, CacheGeometry
 from .output import parse_output
@@ -71,8 +72,10 @@ def start(what: str, argv: list[str], out_path: Path, log_path: Path, stderr_pat
            env: Mapping[str, str] | None) -> Run:
     stderr_file = open(stderr_path, "wb")  # noqa: SIM115 - closed by finish / kill
     try:
-        # A session of its own, so a timeout can kill whatever the workload started too.
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+        # A session of its own, so a timeout can kill whatever the workload started too; and
+        # a launcher that makes it die with this process, should this one be killed outright.
+        proc = subprocess.Popen(dying_with_parent(argv), stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL,
                                 stderr=stderr_file, env=None if env is None else dict(env),
                                 start_new_session=True)
     except BaseException:

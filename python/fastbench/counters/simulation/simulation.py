@@ -11,13 +11,13 @@ import os
 import pickle
 import shlex
 import sys
-import tempfile
 import time
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Mapping
 
 from ..._checks import check_int, check_seconds
+from ..._children import temporary_directory, terminating
 from ...errors import FastbenchError
 from .counts import TOOLS, SimulatedCounts
 from .geometry import CacheGeometry, detect_geometry, explicit_geometry
@@ -87,10 +87,12 @@ class _Runs:
     def __init__(self, valgrind: str, tool: str, geometry: Mapping[str, CacheGeometry]) -> None:
         self.valgrind, self.tool, self.geometry = valgrind, tool, geometry
         self.runs: list[Run] = []
-        self._tmp = tempfile.TemporaryDirectory(prefix="fastbench-valgrind-")
+        self._tmp = temporary_directory("valgrind")
         self.dir = Path(self._tmp.name)
+        self._signals = terminating()  # SIGTERM, SIGHUP: the runs killed, the files removed
 
     def __enter__(self) -> _Runs:
+        self._signals.__enter__()
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
@@ -99,7 +101,10 @@ class _Runs:
             for run in self.runs:
                 kill(run)
         finally:
-            self._tmp.cleanup()
+            try:
+                self._tmp.cleanup()
+            finally:
+                self._signals.__exit__(exc_type, exc, tb)
 
     def launch(self, tag: str, what: str, workload: list[str],
                env: Mapping[str, str] | None, *, follow_exec: bool = False) -> Run:

@@ -1,0 +1,67 @@
+"""Does the suite call identical models different? A baseline MLP (256-1024-10), two deep
+copies of it and a larger model (256-4096-4096-10), one thread, timed by suite.run over
+many seeds: how often each copy is called faster or slower than the baseline.
+
+The rounds' order decides it: a fixed order rotated by one each round put one variant after
+the large model in nearly every round, and what the large model left in the caches was
+counted as that variant's speed (copies read 1.23x faster at p 4e-190, 0.85x slower at
+another seed). In a fresh random order each round no variant has a fixed predecessor.
+
+Printed: per seed the copies' speedups and verdicts, then how many of the copies' verdicts
+(2 per seed) said "faster" or "slower". Target: at most 5%.
+
+Run on a quiet machine (about 15 s a seed on a 2-vCPU VM; torch needed):
+    python benchmarks/suite_order.py
+    python benchmarks/suite_order.py --seeds 5      # a quicker look
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+
+from _anchors import positive_int, script_args
+
+
+def _options(parser):  # type: ignore[no-untyped-def]
+    parser.add_argument("--seeds", type=positive_int, default=20,
+                        help="seeds to run (default 20)")
+    parser.add_argument("--rounds", type=positive_int, default=100,
+                        help="rounds per batch size (default 100, suite.run's)")
+
+
+def main() -> None:
+    args = script_args(__doc__, _options)
+    import torch
+    from torch import nn
+
+    from fastbench import suite
+
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    base = nn.Sequential(nn.Linear(256, 1024), nn.ReLU(), nn.Linear(1024, 10)).eval()
+    large = nn.Sequential(nn.Linear(256, 4096), nn.ReLU(), nn.Linear(4096, 4096), nn.ReLU(),
+                          nn.Linear(4096, 10)).eval()
+    variants = {"baseline": base, "copy1": copy.deepcopy(base), "copy2": copy.deepcopy(base),
+                "large": large}
+    x = torch.randn(32, 256)
+    called = 0
+    start = time.monotonic()
+    print(f"suite.run of {', '.join(variants)}, batch 32, one thread, {args.rounds} rounds")
+    for seed in range(args.seeds):
+        with torch.no_grad():
+            r = suite.run(variants, x, seed=seed, rounds=args.rounds, threads=1,
+                          memory=False, energy=False, analyze=False)
+        said = []
+        for name in ("copy1", "copy2"):
+            s = r[name].speedup
+            called += s.verdict in ("faster", "slower")
+            said.append(f"{name} {s.value:.3f}x {s.verdict}")
+        print(f"  seed {seed:2d}: {'; '.join(said)}  ({r.settings['order']})", flush=True)
+    total = 2 * args.seeds
+    print(f"\nidentical copies called different: {called} of {total} "
+          f"({100 * called / total:.1f}%; target <= 5%); {time.monotonic() - start:.0f} s")
+
+
+if __name__ == "__main__":
+    main()

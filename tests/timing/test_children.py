@@ -1,0 +1,184 @@
+"""Every process fastbench starts dies with it: SIGTERM and SIGHUP to a parent running
+workers (or valgrind) clean up as Ctrl-C does, SIGKILL takes the workers along through the
+kernel's parent-death signal, and what a killed parent left in the temporary directory is
+swept by the next run. Checked on real processes: a parent script measuring a statement in
+worker processes, signalled while a worker runs."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from fastbench._children import Terminated, dying_with_parent, sweep, terminating
+
+# What the parent runs, and how its children are told in the process table: worker
+# processes by their bootstrap, valgrind by its tool's name (the counted statement is long
+# under simulation: tens of seconds).
+PARENTS = {
+    "workers": ("""
+import fastbench
+fastbench.timeit("time.sleep(30)", setup="import time", processes=2,
+                 worker_timeout_s=None, repeat=1, warmup=0)
+""", "fastbench.timing.worker"),
+    "valgrind": ("""
+from fastbench.counters import count_statement_instructions
+count_statement_instructions("sum(range(10**8))")
+""", "grind"),
+}
+
+
+def _workers(parent: psutil.Process, marker: str) -> list[psutil.Process]:
+    try:
+        kids = parent.children(recursive=True)
+    except psutil.NoSuchProcess:
+        return []
+    return [k for k in kids if marker in " ".join(_cmdline(k))]
+
+
+def _cmdline(p: psutil.Process) -> list[str]:
+    try:
+        return p.cmdline()
+    except (psutil.NoSuchProcess, psutil.ZombieProcess, psutil.AccessDenied):
+        return []
+
+
+def _gone(pids: list[int], limit_s: float = 15.0) -> bool:
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        alive = []
+        for pid in pids:
+            try:
+                if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                    alive.append(pid)
+            except psutil.NoSuchProcess:
+                pass
+        if not alive:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def _start_parent(tmp_path: Path, what: str) -> tuple[subprocess.Popen[str], list[int]]:
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    code, marker = PARENTS[what]
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env)
+    parent = psutil.Process(proc.pid)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        found = _workers(parent, marker)
+        if found:
+            return proc, [w.pid for w in found]
+        if proc.poll() is not None:
+            raise AssertionError(f"the parent ended early: {proc.communicate()}")
+        time.sleep(0.05)
+    proc.kill()
+    raise AssertionError("no worker started within 60 s")
+
+
+def _left(tmp_path: Path) -> list[str]:
+    return sorted(p.name for p in tmp_path.glob("fastbench-*"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGKILL])
+@pytest.mark.parametrize("what", list(PARENTS))
+def test_a_signalled_parent_leaves_no_child_and_no_directory(tmp_path: Path, what: str,
+                                                             sig: signal.Signals) -> None:
+    if what == "valgrind" and shutil.which("valgrind") is None:
+        pytest.skip("valgrind is not installed")
+    proc, workers = _start_parent(tmp_path, what)
+    assert _left(tmp_path), "the children's directory should exist while they run"
+    os.kill(proc.pid, sig)
+    proc.communicate(timeout=60)
+    # The parent died of the signal itself (after cleaning up, for SIGTERM and SIGHUP).
+    assert proc.returncode == -sig
+    assert _gone(workers), f"a child ({what}) outlived its parent"
+    if sig != signal.SIGKILL:
+        assert _left(tmp_path) == []
+    else:  # nothing runs in a parent killed outright: the next run sweeps its directory
+        assert _left(tmp_path)
+    # The next run works, and leaves nothing behind either.
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-c", "import fastbench; fastbench.timeit("
+                           "'pass', processes=1, repeat=5, duration_s=0.01)"],
+                          capture_output=True, text=True, env=env, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert _left(tmp_path) == []
+
+
+def test_a_launched_command_dies_with_its_parent(tmp_path: Path) -> None:
+    # A middle process starts `sleep 60` through the launcher, prints its pid, then is
+    # killed outright: the sleep goes too (PR_SET_PDEATHSIG, kept across execve).
+    middle = textwrap.dedent(f"""
+        import subprocess, sys, time
+        sys.path[:0] = {sys.path!r}
+        from fastbench._children import dying_with_parent
+        p = subprocess.Popen(dying_with_parent(["sleep", "60"]))
+        print(p.pid, flush=True)
+        time.sleep(60)
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", middle], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    child = int(proc.stdout.readline())
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and _cmdline(psutil.Process(child))[:1] != ["sleep"]:
+        time.sleep(0.05)  # until the launcher has exec'd the command
+    assert _cmdline(psutil.Process(child))[:1] == ["sleep"]
+    proc.kill()
+    proc.wait()
+    proc.stdout.close()
+    assert _gone([child])
+
+
+def test_dying_with_parent_keeps_the_command() -> None:
+    argv = dying_with_parent(["valgrind", "--tool=cachegrind", "python3"])
+    if sys.platform.startswith("linux"):
+        assert argv[:2] == [sys.executable, "-c"] and argv[3] == str(os.getpid())
+        assert argv[4:] == ["valgrind", "--tool=cachegrind", "python3"]
+
+
+def test_terminating_turns_sigterm_into_an_exception_and_restores_the_handler() -> None:
+    before = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(Terminated) as info:
+        with terminating(redeliver=False):
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(5)  # the handler interrupts this
+    assert info.value.signum == signal.SIGTERM
+    assert signal.getsignal(signal.SIGTERM) is before
+
+
+def test_terminating_leaves_an_ignored_or_handled_signal_alone() -> None:
+    seen: list[int] = []
+    previous = signal.signal(signal.SIGHUP, lambda s, f: seen.append(s))
+    try:
+        with terminating():
+            os.kill(os.getpid(), signal.SIGHUP)
+            time.sleep(0.05)
+        assert seen == [signal.SIGHUP]
+    finally:
+        signal.signal(signal.SIGHUP, previous)
+
+
+def test_sweep_removes_only_directories_of_processes_that_are_gone(tmp_path: Path) -> None:
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+    gone = tmp_path / f"fastbench-workers-{int(dead.stdout)}-abc"
+    mine = tmp_path / f"fastbench-workers-{os.getpid()}-abc"
+    live = tmp_path / f"fastbench-valgrind-{os.getppid()}-abc"
+    other = tmp_path / "fastbench-notes"
+    for d in (gone, mine, live, other):
+        d.mkdir()
+        (d / "spec0.pickle").write_bytes(b"x")
+    assert sweep(str(tmp_path)) == [gone]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        p.name for p in (mine, live, other))
