@@ -149,7 +149,7 @@ def sweep(root: str | None = None) -> list[Path]:
     """Remove the temporary directories of fastbench processes that are gone; returns them.
     A directory of another user, or one that cannot be removed, is left alone."""
     base = Path(root or tempfile.gettempdir())
-    removed = []
+    removed: list[Path] = []
     try:
         entries = list(os.scandir(base))
     except OSError:

@@ -38,6 +38,16 @@ def test_parse_cachegrind_output() -> None:
         r["cycles"]
 
 
+def test_a_miss_rate_outside_0_to_100_is_not_given() -> None:
+    # Per-call differences from the start-up baseline: 7 D1 misses of 5 data accesses (the
+    # baseline ran more accesses than the call added), and a negative I1 miss count. Neither
+    # is a rate; the branch rate, 3 of 12, is.
+    events = {"Ir": 50.0, "I1mr": -2.0, "Dr": 4.0, "Dw": 1.0, "D1mr": 6.0, "D1mw": 1.0,
+              "Bc": 10.0, "Bi": 2.0, "Bcm": 2.0, "Bim": 1.0}
+    r = SimulatedCounts("cachegrind", "cmd", events, per_call=True, calls=10, totals={})
+    assert r.derived == {"branch_miss_pct": pytest.approx(25.0)}
+
+
 def test_parse_callgrind_output_and_omitted_trailing_zeros() -> None:
     totals, geometry = parse_output("version: 1\nevents: Ir Dr\ntotals: 12345\n")
     assert totals == {"Ir": 12345, "Dr": 0} and geometry == {}

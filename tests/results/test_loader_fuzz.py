@@ -3,7 +3,8 @@
 impossible value, or fail with a ResultsFileError that names the file. Nothing else may
 escape: no AttributeError, OverflowError, RecursionError or numpy warning. Whatever loads
 renders: as text (what the command line prints, a comparison of two loaded measurements
-included) and as JSON again, without raising and without an "inf" or "nan" in the text.
+included), as JSON again, and a profile as a trace and folded stacks, without raising and
+without an "inf" or "nan" in the text.
 
 The mutations are those a hostile tester or a damaged disk makes: values of another JSON
 type, deleted fields and items, negatives, huge and non-finite numbers, deep nesting, empty
@@ -13,6 +14,7 @@ cut). A failure prints its case number and mutations; the seed makes it replay.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import gzip
 import json
@@ -32,10 +34,15 @@ from _results_helpers import (BUILDERS, DATA, PYPERF_FILES, PYTEST_BENCHMARK_FIL
 from fastbench import results
 from fastbench.counters import SampleCounts
 from fastbench.memory import CallMemory
+from fastbench.profiling import Profile
+from fastbench.profiling.export import chrome_trace, folded_stacks
+from fastbench.profiling.result import BYS
 from fastbench.results import ResultsFileError, kinds
 
 SEED = 17
 CASES = 400
+# The slow run's cases, after the default run's.
+SLOW_CASES = 4000
 # A figure that cannot be: inf or nan as a number with its unit or sign (not a word such as
 # a command's argument "nan").
 _IMPOSSIBLE = re.compile(r"(?<![A-Za-z])[-+±]?\s?(?:inf|nan)(?:%|x\b|\s?[kMGTµmnp]?(?:s|B|J|W)\b)",
@@ -154,12 +161,15 @@ def _mutate(rng: random.Random, doc: Any, fmt: str, literals: list[str]) -> str:
         parent[key] = type(value)()
         return f"empty {key!r}"
     if how == "grow" and isinstance(value, list):
-        value.append(rng.choice(value) if value and rng.random() < 0.5 else rng.choice(_SWAPS))
+        # Copies: an object met twice in a document (or kept in _SWAPS between cases) would
+        # grow by itself into a graph that writes out exponentially or never.
+        value.append(copy.deepcopy(rng.choice(value) if value and rng.random() < 0.5
+                                   else rng.choice(_SWAPS)))
         return f"append to {key!r}"
     if how == "grow" and isinstance(value, dict):
-        value[rng.choice(["extra", "", "0"])] = rng.choice(_SWAPS)
+        value[rng.choice(["extra", "", "0"])] = copy.deepcopy(rng.choice(_SWAPS))
         return f"extra key in {key!r}"
-    parent[key] = rng.choice(_SWAPS)
+    parent[key] = copy.deepcopy(rng.choice(_SWAPS))
     return f"{key!r} -> {parent[key]!r:.20}"
 
 
@@ -234,9 +244,13 @@ def _render(obj: Any) -> str:
         shown += comparison_lines(c)
     else:
         shown.append(str(obj))
-    for extra in ("folded_stacks",):
-        if hasattr(obj, extra):
-            shown.append(getattr(obj, extra)())
+    if isinstance(obj, Profile):  # its other formats: a trace for a viewer, folded stacks
+        shown.append(json.dumps(chrome_trace(obj), allow_nan=False))
+        shown.append(folded_stacks(obj))
+        for by in BYS:
+            shown += [str(row) for row in obj.rows(by)]
+    elif hasattr(obj, "folded_stacks"):  # a sample profile
+        shown += [obj.folded_stacks(), obj.folded_stacks(lines=True)]
     json.dumps(obj.to_dict())
     return "\n".join(shown)
 
@@ -252,7 +266,8 @@ def seeds(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[str, str, Any]
     return _seeds(tmp_path_factory.mktemp("seeds"))
 
 
-@pytest.mark.parametrize("first, cases", [(0, CASES)], ids=["default"])
+@pytest.mark.parametrize("first, cases", [
+    (0, CASES), pytest.param(CASES, SLOW_CASES, marks=pytest.mark.slow)], ids=["default", "slow"])
 def test_fuzzed_files_load_or_fail_with_a_results_file_error_naming_the_file(
     tmp_path: Path, seeds: list[tuple[str, str, Any]], first: int, cases: int
 ) -> None:

@@ -47,6 +47,12 @@ CASES = [
     ("roofline", _set("compute", value={}), "compute"),  # KeyError from str()
     ("roofline", _set("memory", value={}), "memory"),
     ("profile", _set("step_times", value=[1e308] * 8), "step_times"),  # Overflow from str()
+    # Found by the fuzz test (tests/results/test_loader_fuzz.py): each printed "inf".
+    ("simulated_counts", _set("events", "D1mw", value=1e308), "D1mw"),  # "L1d miss inf%"
+    ("profile_diff", _set("changes", 0, "delta_s", value=1e308), "delta_s"),  # "+inf ns"
+    ("profile_diff", _set("changes", 0, "share_b", value=-1e308), "share_b"),  # "-inf%"
+    ("suite", _set("variants", 0, "latency", "percentiles", "p99", 0, value=1e308),
+     "latency p99"),  # "inf ns"
 ]
 
 

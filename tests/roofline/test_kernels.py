@@ -492,7 +492,7 @@ def test_set_isa_cap_rejects_an_unknown_name_and_keeps_the_cap() -> None:
 def test_roofline_written_with_the_old_isa_names_still_loads() -> None:
     # Files written before the one naming scheme say "avx2+fma" for GEMM and the FMA peak.
     data = {
-        "compute": {"float32": 1e11}, "memory": {"DRAM": 2e10}, "threads": 1, "quick": True,
+        "compute": {"float32": 100.0}, "memory": {"DRAM": 20.0}, "threads": 1, "quick": True,
         "machine": {"cpu_model": "x", "logical_cores": 2, "caches": [], "gemm_isa": "avx2+fma"},
         "notes": ["float32 peak: 30.0 FLOP/cycle per core of 32 (avx2+fma, core at 3.00 GHz)"],
     }

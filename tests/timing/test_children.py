@@ -1,8 +1,9 @@
 """Every process fastbench starts dies with it: SIGTERM and SIGHUP to a parent running
-workers (or valgrind) clean up as Ctrl-C does, SIGKILL takes the workers along through the
-kernel's parent-death signal, and what a killed parent left in the temporary directory is
-swept by the next run. Checked on real processes: a parent script measuring a statement in
-worker processes, signalled while a worker runs."""
+workers (or valgrind, or the native observer's build) clean up as Ctrl-C does, SIGKILL takes
+the children along through the kernel's parent-death signal, and what a killed parent left
+in the temporary directory (or the build's locks) does not stop the next run. Checked on
+real processes: a parent script measuring a statement in worker processes, counting
+instructions under valgrind or building the observer, signalled while its children run."""
 
 from __future__ import annotations
 
@@ -20,9 +21,11 @@ import pytest
 
 from fastbench._children import Terminated, dying_with_parent, sweep, terminating
 
-# What the parent runs, and how its children are told in the process table: worker
+# What the parent runs, and how the moment to signal it is told in the process table: worker
 # processes by their bootstrap, valgrind by its tool's name (the counted statement is long
-# under simulation: tens of seconds).
+# under simulation: tens of seconds), the observer's build by the compiler proper running
+# (under ninja, in a process group of its own). The parent of the build gets a fresh
+# extensions directory (TORCH_EXTENSIONS_DIR) under the test's directory.
 PARENTS = {
     "workers": ("""
 import fastbench
@@ -33,7 +36,36 @@ fastbench.timeit("time.sleep(30)", setup="import time", processes=2,
 from fastbench.counters import count_statement_instructions
 count_statement_instructions("sum(range(10**8))")
 """, "grind"),
+    "observer-build": ("""
+from fastbench.pytorch import observer
+observer.load()
+""", "cc1plus"),
 }
+# What the next run does, to show that it works.
+NEXT = {
+    "observer-build": ("from fastbench.pytorch import observer; "
+                       "assert observer.load() is not None, observer.unavailable_reason()"),
+}
+NEXT_RUN = ("import fastbench; fastbench.timeit('pass', processes=1, repeat=5, "
+            "duration_s=0.01)")
+
+
+def _environment(tmp_path: Path) -> dict[str, str]:
+    return {**os.environ, "TMPDIR": str(tmp_path),
+            "TORCH_EXTENSIONS_DIR": str(tmp_path / "extensions")}
+
+
+def _can_build_the_observer() -> str | None:
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        return "torch is not installed"
+    if shutil.which("ninja") is None and shutil.which("ninja", path=os.path.dirname(
+            sys.executable)) is None:
+        return "ninja is not installed"
+    if shutil.which("c++") is None:
+        return "no C++ compiler"
+    return None
 
 
 def _workers(parent: psutil.Process, marker: str) -> list[psutil.Process]:
@@ -68,16 +100,18 @@ def _gone(pids: list[int], limit_s: float = 15.0) -> bool:
 
 
 def _start_parent(tmp_path: Path, what: str) -> tuple[subprocess.Popen[str], list[int]]:
-    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    """The parent, started; and every process under it once the marked one runs."""
     code, marker = PARENTS[what]
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env)
+                            stderr=subprocess.PIPE, text=True, env=_environment(tmp_path))
     parent = psutil.Process(proc.pid)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        found = _workers(parent, marker)
-        if found:
-            return proc, [w.pid for w in found]
+        if _workers(parent, marker):
+            try:
+                return proc, [p.pid for p in parent.children(recursive=True)]
+            except psutil.NoSuchProcess:
+                pass
         if proc.poll() is not None:
             raise AssertionError(f"the parent ended early: {proc.communicate()}")
         time.sleep(0.05)
@@ -90,28 +124,35 @@ def _left(tmp_path: Path) -> list[str]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGKILL])
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGKILL],
+                         ids=["SIGTERM", "SIGHUP", "SIGKILL"])
 @pytest.mark.parametrize("what", list(PARENTS))
 def test_a_signalled_parent_leaves_no_child_and_no_directory(tmp_path: Path, what: str,
                                                              sig: signal.Signals) -> None:
     if what == "valgrind" and shutil.which("valgrind") is None:
         pytest.skip("valgrind is not installed")
+    if what == "observer-build" and _can_build_the_observer():
+        pytest.skip(f"the observer cannot be built here: {_can_build_the_observer()}")
     proc, workers = _start_parent(tmp_path, what)
-    assert _left(tmp_path), "the children's directory should exist while they run"
+    # Workers and valgrind work in a temporary directory of fastbench's; the build in torch's
+    # extensions directory.
+    temporary = what != "observer-build"
+    assert bool(_left(tmp_path)) == temporary, "the children's directory while they run"
     os.kill(proc.pid, sig)
     proc.communicate(timeout=60)
     # The parent died of the signal itself (after cleaning up, for SIGTERM and SIGHUP).
     assert proc.returncode == -sig
-    assert _gone(workers), f"a child ({what}) outlived its parent"
+    # Within seconds: a compiler left running would end by itself, but only after its file.
+    assert _gone(workers, limit_s=5.0), f"a child ({what}) outlived its parent"
     if sig != signal.SIGKILL:
         assert _left(tmp_path) == []
     else:  # nothing runs in a parent killed outright: the next run sweeps its directory
-        assert _left(tmp_path)
-    # The next run works, and leaves nothing behind either.
-    env = {**os.environ, "TMPDIR": str(tmp_path)}
-    done = subprocess.run([sys.executable, "-c", "import fastbench; fastbench.timeit("
-                           "'pass', processes=1, repeat=5, duration_s=0.01)"],
-                          capture_output=True, text=True, env=env, timeout=120, check=False)
+        assert bool(_left(tmp_path)) == temporary
+    # The next run works (a build: despite the locks a killed build left), and leaves
+    # nothing behind either.
+    done = subprocess.run([sys.executable, "-c", NEXT.get(what, NEXT_RUN)],
+                          capture_output=True, text=True, env=_environment(tmp_path),
+                          timeout=300, check=False)
     assert done.returncode == 0, done.stderr
     assert _left(tmp_path) == []
 

@@ -61,7 +61,8 @@ class ProfileChange:
         Its interval at ``1 - alpha`` (delta method on the log ratio); None where the ratio
         is, or either side has no time or fewer than 2 steps.
     share_a, share_b : float
-        The item's share of the step (0-1) in A and in B.
+        The item's share of the step (0-1; net times of ops can put it a little outside),
+        in A and in B; a file may hold -1 to 2.
     p_value : float
         Welch's two-sided test of equal means per step, before correction.
     p_adjusted : float
@@ -115,15 +116,37 @@ class ProfileChange:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> ProfileChange:
-        def pair(v: Any) -> tuple[float, float] | None:
-            return None if v is None else (float(v[0]), float(v[1]))
+        def number(v: Any, what: str, low: float, high: float) -> float:
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not low <= v <= high:
+                raise ValueError(f"a change's {what} must be a number from {low:g} to "
+                                 f"{high:g}, got {v!r}")
+            return float(v)
 
-        return cls(str(d["by"]), str(d["name"]), float(d["time_a_s"]), float(d["time_b_s"]),
-                   float(d["delta_s"]), pair(d["delta_ci"]),
-                   None if d["ratio"] is None else float(d["ratio"]), pair(d["ratio_ci"]),
-                   float(d["share_a"]), float(d["share_b"]), float(d["p_value"]),
-                   float(d["p_adjusted"]), bool(d["flagged"]))
+        def pair(v: Any, what: str, low: float, high: float) -> tuple[float, float] | None:
+            if v is None:
+                return None
+            if not isinstance(v, (list, tuple)) or len(v) != 2:
+                raise ValueError(f"a change's {what} must be two numbers or null")
+            lo, hi = number(v[0], what, low, high), number(v[1], what, low, high)
+            if lo > hi:
+                raise ValueError(f"a change's {what} is inverted: [{lo:g}, {hi:g}]")
+            return lo, hi
 
+        t = _MAX_STEP_S
+        ratio = None if d["ratio"] is None else number(d["ratio"], "ratio", 0.0, _MAX_RATIO)
+        return cls(str(d["by"]), str(d["name"]), number(d["time_a_s"], "time_a_s", 0.0, t),
+                   number(d["time_b_s"], "time_b_s", 0.0, t),
+                   number(d["delta_s"], "delta_s", -t, t), pair(d["delta_ci"], "delta_ci", -t, t),
+                   ratio, pair(d["ratio_ci"], "ratio_ci", 0.0, _MAX_RATIO),
+                   number(d["share_a"], "share_a", -1.0, 2.0),
+                   number(d["share_b"], "share_b", -1.0, 2.0),
+                   number(d["p_value"], "p_value", 0.0, 1.0),
+                   number(d["p_adjusted"], "p_adjusted", 0.0, 1.0), bool(d["flagged"]))
+
+
+# What a diff file may hold: times of a step (about 11 days, as a profile's), ratios of them.
+_MAX_STEP_S = 1e6
+_MAX_RATIO = 1e12
 
 _PLURALS = {"op": "ops", "module": "modules", "family": "families", "region": "regions"}
 

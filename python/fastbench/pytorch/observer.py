@@ -11,6 +11,9 @@ around the build, ``fastbench-build.pid`` beside torch's, holding its process id
 whose process is gone is stale, and then so is torch's, and both are removed; a build still
 running in another process is waited for at most :data:`BUILD_WAIT_S`, after which the
 profiler falls back to the dispatch collector and says why.
+
+The build itself runs in a child process (:mod:`._observer_build`) that stops ninja and its
+compilers when fastbench is stopped (Ctrl-C, SIGTERM, SIGHUP) or killed outright.
 """
 
 from __future__ import annotations
@@ -18,19 +21,23 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import signal
+import subprocess
 import sys
 import time
 import warnings
 from pathlib import Path
 from typing import Any
 
-from .._children import alive
+from .._children import alive, terminating
 
 __all__ = ["load", "unavailable_reason"]
 
 _SOURCE = Path(__file__).with_name("observer.cpp")
 # How long to wait for another process's build before falling back (a build takes ~10 s).
 BUILD_WAIT_S = 180.0
+# The longest a build may take before the profiler gives up on it and falls back.
+BUILD_TIMEOUT_S = 600.0
 _POLL_S = 0.2
 _EXT: Any = None
 _REASON: str | None = None
@@ -72,6 +79,11 @@ def load() -> Any:
                     print("fastbench: building the profiler's native op observer for torch "
                           f"{torch.__version__} (once; about 10 s)...", file=sys.stderr,
                           flush=True)
+                    failed = _build(name)
+                    if failed:
+                        _REASON = (f"the native observer could not be built ({failed}); it "
+                                   "needs a C++ compiler and ninja (pip install ninja)")
+                        return None
                 _EXT = cpp_extension.load(name=name, sources=[str(_SOURCE)],
                                           extra_cflags=["-O2", "-DNDEBUG"], verbose=False)
     except Exception as e:   # no compiler, no ninja, headers missing: say so, fall back
@@ -81,6 +93,44 @@ def load() -> Any:
                    f"(pip install ninja)")
         return None
     return _EXT
+
+
+def _build(name: str) -> str:
+    """Build the observer in a child process (:mod:`._observer_build`) that takes ninja and
+    the compilers with it when this process dies or is stopped; "" when built, else the
+    reason it was not."""
+    cmd = [sys.executable, "-m", "fastbench.pytorch._observer_build", str(os.getpid()), name,
+           str(_SOURCE)]
+    child = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                             text=True, start_new_session=True)
+    with terminating():  # its handler ends this process after the build is stopped below
+        try:
+            _, err = child.communicate(timeout=BUILD_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            _stop_build(child)
+            return f"the build took over {BUILD_TIMEOUT_S:g} s"
+        except BaseException:   # Ctrl-C, SIGTERM, SIGHUP: the build stops with this process
+            _stop_build(child)
+            raise
+    if child.returncode != 0:
+        lines = err.strip().splitlines()
+        return lines[-1] if lines else f"the build exited with status {child.returncode}"
+    return ""
+
+
+def _stop_build(child: subprocess.Popen[str]) -> None:
+    """SIGTERM to the build (which stops ninja's compilers), then SIGKILL to what is left of
+    its process group."""
+    with contextlib.suppress(OSError):
+        child.terminate()
+    try:
+        child.wait(timeout=5.0)
+    except subprocess.TimeoutExpired:
+        pass
+    with contextlib.suppress(OSError):
+        os.killpg(child.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        child.wait(timeout=5.0)
 
 
 def _owner(lock: Path) -> int | None:

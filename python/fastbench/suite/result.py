@@ -57,10 +57,18 @@ def _pair(v: Any) -> Interval | None:
     return low, high
 
 
+# No figure of a suite (seconds, joules, FLOPs, parameters, ratios) comes near this; a file
+# that holds one holds no result, and converting it (seconds to ns) would overflow.
+_MAX_NUMBER = 1e30
+
+
 def _finite(v: Any, what: str, minimum: float | None = None, *, above: bool = False) -> float:
-    """A number from a file: finite, and at least (or above) ``minimum`` when given."""
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-        raise ValueError(f"{what} must be a finite number, got {v!r}")
+    """A number from a file: finite, at most 1e30 in size, and at least (or above)
+    ``minimum`` when given."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) \
+            or abs(v) > _MAX_NUMBER:
+        raise ValueError(f"{what} must be a finite number within ±{_MAX_NUMBER:g}, "
+                         f"got {v!r:.40}")
     if minimum is not None and (v <= minimum if above else v < minimum):
         raise ValueError(f"{what} must be {'>' if above else '>='} {minimum:g}, got {v!r}")
     return float(v)

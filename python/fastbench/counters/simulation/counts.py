@@ -134,8 +134,11 @@ class SimulatedCounts:
         def pct(key: str, num: tuple[str, ...], den: tuple[str, ...]) -> None:
             if all(k in e for k in num + den):
                 d = math.fsum(e[k] for k in den)
-                if d > 0:
-                    out[key] = 100.0 * math.fsum(e[k] for k in num) / d
+                n = math.fsum(e[k] for k in num)
+                # Per-call differences from the baseline can fall outside 0..d (the notes
+                # say when): that is no rate, and none is given.
+                if d > 0 and 0 <= n <= d:
+                    out[key] = 100.0 * n / d
 
         pct("l1i_miss_pct", ("I1mr",), ("Ir",))
         pct("l1d_miss_pct", ("D1mr", "D1mw"), ("Dr", "Dw"))
@@ -177,11 +180,14 @@ class SimulatedCounts:
             return cls(
                 tool=tool,
                 target=str(data["target"]),
-                events={str(k): float(v) for k, v in data["events"].items()},
+                events={str(k): _number(v, f"event {k}", -_MAX_EVENTS, _MAX_EVENTS)
+                        for k, v in data["events"].items()},
                 per_call=bool(data["per_call"]),
-                calls=int(data["calls"]),
-                totals={str(k): int(v) for k, v in data["totals"].items()},
-                baseline={str(k): int(v) for k, v in data.get("baseline", {}).items()},
+                calls=int(_number(data["calls"], "calls", 1, 2**53, integer=True)),
+                totals={str(k): int(_number(v, f"total {k}", 0, 2**63, integer=True))
+                        for k, v in data["totals"].items()},
+                baseline={str(k): int(_number(v, f"baseline {k}", 0, 2**63, integer=True))
+                          for k, v in data.get("baseline", {}).items()},
                 geometry={str(k): CacheGeometry(int(g["size_bytes"]), int(g["assoc"]),
                                                 int(g["line_bytes"]))
                           for k, g in data.get("geometry", {}).items()},
@@ -227,3 +233,17 @@ class SimulatedCounts:
 def _short_command(argv: Sequence[str]) -> str:
     """The command for display: long arguments (the driver's source) elided."""
     return " ".join(shlex.quote(a) if len(a) <= 80 else "<...>" for a in argv)
+
+
+# The largest event count a file may hold (per call or in all): about a day of a core's
+# instructions is 1e14; beyond 1e18 a file holds no simulation.
+_MAX_EVENTS = 1e18
+
+
+def _number(v: Any, what: str, low: float, high: float, *, integer: bool = False) -> float:
+    """A number of a SimulatedCounts file, within [low, high] (an int where ``integer``)."""
+    kinds = (int,) if integer else (int, float)
+    if isinstance(v, bool) or not isinstance(v, kinds) or not low <= v <= high:
+        raise ValueError(f"SimulatedCounts {what} must be {'an int' if integer else 'a number'}"
+                         f" from {low:g} to {high:g}, got {v!r:.40}")
+    return float(v) if not integer else v
