@@ -4,8 +4,9 @@ the log's size after each block. The log is compacted past 2 MiB down to its new
 so the cost of a save must stay flat (no save rewrites the whole log every time), and the
 slowest save of a block is one compaction.
 
-Also: several processes saving at once while the log is compacted, then how many of their
-figures the log kept of those it should keep (the newest of each series).
+Also: several processes saving at once while the log is compacted (each to series of its
+own, few enough that compaction keeps every one), then how many series end with their newest
+figures, none lost.
 
     python benchmarks/runlog_cost.py
     python benchmarks/runlog_cost.py --saves 20000 --writers 8
@@ -27,7 +28,7 @@ from fastbench.machine.runlog import RunLog
 k = int(sys.argv[1])
 log = RunLog()
 for i in range(100):
-    log.add([(f"writer-{k}", 1.0 + i)] + [(f"filler-{k}-{i}-{j}-" + "x" * 60, 5.0) for j in range(40)])
+    log.add([(f"writer-{k}", 1.0 + i)] + [(f"filler-{k}-{j}-" + "x" * 60, 1.0 + i) for j in range(40)])
 """
 
 
@@ -64,10 +65,17 @@ def main() -> None:
     for p in procs:
         p.wait()
     log = RunLog()
-    kept = sum(log.figures(f"writer-{k}") == tuple(1.0 + i for i in range(100 - KEEP_RUNS, 100))
-               for k in range(args.writers))
-    print(f"{args.writers} processes saving 100 results of 41 series each at once: "
-          f"{kept} of {args.writers} kept their newest {KEEP_RUNS} figures in order "
+    want = tuple(1.0 + i for i in range(100 - KEEP_RUNS, 100))
+    got = {f"{k}/{j}": log.figures(f"filler-{k}-{j}-" + "x" * 60)
+           for k in range(args.writers) for j in range(40)}
+    got.update({str(k): log.figures(f"writer-{k}") for k in range(args.writers)})
+    kept = sum(g == want for g in got.values())
+    for k, g in got.items():
+        if g != want:
+            print(f"  writer {k}: {len(g)} figures, {g[:3]} ... {g[-3:]}")
+    print(f"{args.writers} processes saving 100 results of 41 series each at once (the log "
+          f"compacted on the way): {kept} of {len(got)} series kept their newest {KEEP_RUNS} "
+          "figures in order "
           f"(log {log.path.stat().st_size / 2**20:.2f} MiB)")
 
 

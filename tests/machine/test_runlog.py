@@ -104,3 +104,26 @@ def test_concurrent_writers_lose_nothing_while_the_log_is_compacted(log_on: Path
     store = RunLog()
     for k in range(8):
         assert store.figures(f"writer-{k}") == tuple(1.0 + i for i in range(100 - KEEP_RUNS, 100))
+
+
+def test_a_grown_log_is_read_on_and_a_replaced_one_whole(log_on: Path) -> None:
+    """Read once, then only what was appended: the figures are those of a whole read at
+    every step, a line not yet ended counts once it is, and a file put in the log's place
+    (as compaction does) is read again from its start."""
+    store = RunLog()
+    path = store.path
+    store.add([("a", 1.0), ("b", 2.0)])
+    assert store.figures("a") == (1.0,)
+    with open(path, "ab") as f:  # another process appends, the second line unfinished
+        f.write(b'{"series": "a", "median_ns": 3.0, "at": ""}\n{"series": "b", "med')
+    assert (store.figures("a"), store.figures("b")) == ((1.0, 3.0), (2.0,))
+    with open(path, "ab") as f:
+        f.write(b'ian_ns": 4.0, "at": ""}\n')
+    assert store.figures("b") == (2.0, 4.0)
+    whole = runlog._read(path)
+    assert whole is not None and {k: tuple(v) for k, v in whole.runs.items()} == {
+        "a": (1.0, 3.0), "b": (2.0, 4.0)}
+    replaced = path.with_name("other.jsonl")
+    replaced.write_text('{"series": "c", "median_ns": 9.0, "at": ""}\n' * 3)
+    replaced.replace(path)
+    assert (store.figures("a"), store.figures("c")) == ((), (9.0, 9.0, 9.0))

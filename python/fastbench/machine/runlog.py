@@ -20,9 +20,10 @@ import math
 import os
 import tempfile
 from collections import OrderedDict, defaultdict, deque
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterable, Iterator, Protocol
+from typing import Iterable, Iterator, Mapping, Protocol
 
 from .variation import cache_dir, fingerprint
 
@@ -67,31 +68,76 @@ class ReplicateStore(Protocol):
         """The figures of a series, oldest first."""
 
 
-# The last log read: (path, size, mtime in ns) and what it held, so that measuring and
-# saving many times read an unchanged log once.
-_last: tuple[tuple[str, int, int], dict[str, tuple[float, ...]]] | None = None
+@dataclass
+class _Read:
+    """What was read of a log: the file (path, inode), how far (``offset``, just past the last
+    complete line), the bytes before that point (to tell the same file grown from another
+    file at the same inode), its size and mtime then, and the figures."""
+
+    path: str
+    inode: int
+    offset: int
+    tail: bytes
+    size: int
+    mtime_ns: int
+    runs: OrderedDict[str, deque[float]]
 
 
-def _read(path: Path) -> OrderedDict[str, deque[float]]:
-    """Every series' figures, oldest first (the newest KEEP_RUNS), the series in the order
-    they were last saved to; unreadable lines are skipped, an absent file is empty."""
-    runs: OrderedDict[str, deque[float]] = OrderedDict()
+# The last log read. A log that only grew since (appends) is read from where reading
+# stopped, so a save costs what it appends, not the whole log; a compacted log (a new
+# file) is read again whole.
+_last: _Read | None = None
+_TAIL = 64
+
+
+def _fold(runs: OrderedDict[str, deque[float]], lines: Iterable[bytes]) -> None:
+    """Add the figures of complete log lines to ``runs``: the newest KEEP_RUNS of each
+    series, the series in the order they were last saved to; unreadable lines skipped."""
+    for line in lines:
+        try:
+            entry = json.loads(line)
+            key, median = str(entry["series"]), float(entry["median_ns"])
+        except (ValueError, TypeError, KeyError):
+            continue
+        if key and math.isfinite(median) and median > 0.0:
+            if key not in runs:
+                runs[key] = deque(maxlen=KEEP_RUNS)
+            runs[key].append(median)
+            runs.move_to_end(key)
+
+
+def _read(path: Path, since: _Read | None = None) -> _Read | None:
+    """The log's figures: read on from ``since`` where the file is the one it read, only
+    grown; else whole. None for an absent or unreadable file. A last line not yet ended
+    (a writer in the middle of it) is left for the next read."""
     try:
-        with open(path, encoding="utf-8") as f:
-            for line in f:
-                try:
-                    entry = json.loads(line)
-                    key, median = str(entry["series"]), float(entry["median_ns"])
-                except (ValueError, TypeError, KeyError):
-                    continue
-                if key and math.isfinite(median) and median > 0.0:
-                    if key not in runs:
-                        runs[key] = deque(maxlen=KEEP_RUNS)
-                    runs[key].append(median)
-                    runs.move_to_end(key)
+        with open(path, "rb") as f:
+            st = os.fstat(f.fileno())
+            grown = (since is not None and since.path == str(path) and since.inode == st.st_ino
+                     and st.st_size >= since.offset)
+            if grown and since is not None:
+                if (st.st_size, st.st_mtime_ns) == (since.size, since.mtime_ns):
+                    return since
+                f.seek(since.offset - len(since.tail))
+                grown = f.read(len(since.tail)) == since.tail
+            if grown and since is not None:
+                runs, start = since.runs, since.offset
+            else:
+                runs, start = OrderedDict(), 0
+                f.seek(0)
+            data = f.read(max(st.st_size - start, 0))
     except OSError:
-        pass
-    return runs
+        return None
+    end = data.rfind(b"\n") + 1
+    _fold(runs, data[:end].splitlines())
+    offset = start + end
+    if end:
+        tail = data[max(end - _TAIL, 0):end]
+        if len(tail) < _TAIL and since is not None and runs is since.runs:
+            tail = (since.tail + tail)[-_TAIL:]
+    else:
+        tail = since.tail if since is not None and runs is since.runs else b""
+    return _Read(str(path), st.st_ino, offset, tail, st.st_size, st.st_mtime_ns, runs)
 
 
 @contextlib.contextmanager
@@ -118,19 +164,16 @@ class RunLog:
     def __init__(self, path: Path | None = None) -> None:
         self.path = run_log_path() if path is None else path
 
-    def _logged(self) -> dict[str, tuple[float, ...]]:
+    def _logged(self) -> Mapping[str, deque[float]]:
         global _last
-        try:
-            st = self.path.stat()
-        except OSError:
+        done = _read(self.path, _last)
+        if done is None:
             return {}
-        stamp = (str(self.path), st.st_size, st.st_mtime_ns)
-        if _last is None or _last[0] != stamp:
-            _last = stamp, {k: tuple(v) for k, v in _read(self.path).items()}
-        return _last[1]
+        _last = done
+        return done.runs
 
     def figures(self, series: str) -> tuple[float, ...]:
-        return self._logged().get(series, ()) if series else ()
+        return tuple(self._logged().get(series, ())) if series else ()
 
     def add(self, figures: Iterable[tuple[str, float]]) -> int:
         """Append figures; a figure its series already holds (the same result saved again)
@@ -169,7 +212,8 @@ class RunLog:
     def _compact(self) -> None:
         """Rewrite the log (atomically, under the lock) with the newest KEEP_RUNS figures of
         the series saved to most recently, at most _KEEP_LINES lines in all."""
-        runs = _read(self.path)
+        done = _read(self.path)
+        runs = done.runs if done is not None else OrderedDict()
         kept: list[tuple[str, deque[float]]] = []
         lines = 0
         for key in reversed(runs):
