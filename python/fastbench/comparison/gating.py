@@ -21,7 +21,7 @@ __all__ = ["EXIT_ERROR", "EXIT_OK", "EXIT_SLOWER", "EXIT_UNDECIDED", "EXIT_USAGE
            "GateResult", "gate"]
 
 # Exit statuses of a gate (`fastbench compare`, `pytest --fastbench-fail-slower`): documented
-# in `fastbench compare --help` and the README.
+# in `fastbench compare --help` and docs/measuring.md.
 EXIT_OK = 0
 EXIT_ERROR = 1        # an error: bad files, nothing compared, a failed worker
 EXIT_USAGE = 2        # a bad command line (argparse's own status)
