@@ -83,3 +83,15 @@ def check_finite(name: str, value: Any) -> float:
     if not math.isfinite(number):
         raise ValueError(f"{name} must be a finite number, got {value!r}")
     return number
+
+
+def check_in_range(name: str, value: Any, low: float, high: float, *,
+                   integer: bool = False) -> float:
+    """``value`` read from a file: a number (an int where ``integer``; bool never) from
+    ``low`` to ``high``, else ValueError naming ``name``, so that nothing a loaded result
+    holds can overflow or print as a figure that cannot be."""
+    kinds = (int, np.integer) if integer else (int, float, np.integer, np.floating)
+    if isinstance(value, bool) or not isinstance(value, kinds) or not low <= value <= high:
+        raise ValueError(f"{name} must be {'an int' if integer else 'a number'} from {low:g} "
+                         f"to {high:g}, got {value!r:.40}")
+    return int(value) if integer else float(value)

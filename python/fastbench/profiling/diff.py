@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from .._checks import check_choice, check_finite, check_fraction
+from .._checks import check_choice, check_finite, check_fraction, check_in_range
 from ..report.lines import TextLines, printable
 from ..report.table import table
 from ..stats import MIN_SAMPLES, adjust_pvalues
@@ -117,10 +117,7 @@ class ProfileChange:
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> ProfileChange:
         def number(v: Any, what: str, low: float, high: float) -> float:
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not low <= v <= high:
-                raise ValueError(f"a change's {what} must be a number from {low:g} to "
-                                 f"{high:g}, got {v!r}")
-            return float(v)
+            return check_in_range(f"a change's {what}", v, low, high)
 
         def pair(v: Any, what: str, low: float, high: float) -> tuple[float, float] | None:
             if v is None:

@@ -32,7 +32,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from .._checks import check_choice, check_int
+from .._checks import check_choice, check_in_range, check_int
 from ..report.lines import TextLines
 from ..report.table import table
 from ..stats.samples import median_ci
@@ -206,15 +206,11 @@ def _seconds(values: Any, what: str, *, signed: bool = False) -> np.ndarray:
 
 
 def _amount(v: Any, what: str) -> float:
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= _MAX_AMOUNT:
-        raise ValueError(f"{what} must be a number from 0 to {_MAX_AMOUNT:g}, got {v!r}")
-    return float(v)
+    return check_in_range(what, v, 0, _MAX_AMOUNT)
 
 
 def _count(v: Any, what: str) -> int:
-    if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= 1 << 53:
-        raise ValueError(f"{what} must be an int >= 0, got {v!r}")
-    return v
+    return int(check_in_range(what, v, 0, 1 << 53, integer=True))
 
 
 @dataclass(frozen=True)

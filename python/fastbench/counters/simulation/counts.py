@@ -11,6 +11,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
+from ..._checks import check_in_range
 from .geometry import CacheGeometry
 
 __all__ = ["FRIENDLY_EVENTS", "TOOLS", "SimulatedCounts"]
@@ -180,13 +181,15 @@ class SimulatedCounts:
             return cls(
                 tool=tool,
                 target=str(data["target"]),
-                events={str(k): _number(v, f"event {k}", -_MAX_EVENTS, _MAX_EVENTS)
+                events={str(k): check_in_range(f"SimulatedCounts event {k}", v, -_MAX_EVENTS, _MAX_EVENTS)
                         for k, v in data["events"].items()},
                 per_call=bool(data["per_call"]),
-                calls=int(_number(data["calls"], "calls", 1, 2**53, integer=True)),
-                totals={str(k): int(_number(v, f"total {k}", 0, 2**63, integer=True))
+                calls=int(check_in_range("SimulatedCounts calls", data["calls"], 1, 2**53,
+                                         integer=True)),
+                totals={str(k): int(check_in_range(f"SimulatedCounts total {k}", v, 0, 2**63, integer=True))
                         for k, v in data["totals"].items()},
-                baseline={str(k): int(_number(v, f"baseline {k}", 0, 2**63, integer=True))
+                baseline={str(k): int(check_in_range(f"SimulatedCounts baseline {k}", v, 0, 2**63,
+                                                   integer=True))
                           for k, v in data.get("baseline", {}).items()},
                 geometry={str(k): CacheGeometry(int(g["size_bytes"]), int(g["assoc"]),
                                                 int(g["line_bytes"]))
@@ -239,11 +242,3 @@ def _short_command(argv: Sequence[str]) -> str:
 # instructions is 1e14; beyond 1e18 a file holds no simulation.
 _MAX_EVENTS = 1e18
 
-
-def _number(v: Any, what: str, low: float, high: float, *, integer: bool = False) -> float:
-    """A number of a SimulatedCounts file, within [low, high] (an int where ``integer``)."""
-    kinds = (int,) if integer else (int, float)
-    if isinstance(v, bool) or not isinstance(v, kinds) or not low <= v <= high:
-        raise ValueError(f"SimulatedCounts {what} must be {'an int' if integer else 'a number'}"
-                         f" from {low:g} to {high:g}, got {v!r:.40}")
-    return float(v) if not integer else v
