@@ -21,7 +21,7 @@ from typing import Callable
 import numpy as np
 import pytest
 
-from fastbench.suite import energy
+from fastbench.suite import energy, energy_sources
 from fastbench.suite.energy import (CorePowerModel, Energy, EnergyMeter, block_interval,
                                     energy_delta_uj,
                                     energy_source, format_joules, idle_power_w,
@@ -314,7 +314,7 @@ def test_root_only_counter_is_explained(machine: FakeMachine,
     def refuse(path: Path) -> int:
         raise PermissionError(errno.EACCES, "Permission denied", str(path))
 
-    monkeypatch.setattr(energy, "_read_uj", refuse)
+    monkeypatch.setattr(energy_sources, "_read_uj", refuse)
     source = energy_source(prefer=("powercap",), powercap_root=machine.root)
     assert source.estimated
     assert "readable by root only" in source.reason
@@ -357,7 +357,7 @@ def test_perf_refused_names_paranoid_and_capability(tmp_path: Path,
     def refused(pmu_type: int, config: int, cpu: int) -> int:
         raise OSError(errno.EACCES, os.strerror(errno.EACCES))
 
-    monkeypatch.setattr(energy, "_perf_event_open", refused)
+    monkeypatch.setattr(energy_sources, "_perf_event_open", refused)
     source = energy_source(prefer=("perf",), perf_root=fake_pmu(tmp_path / "power"))
     assert source.estimated
     assert "EACCES" in source.reason
@@ -369,7 +369,7 @@ def test_any_perf_failure_is_a_reason(tmp_path: Path, monkeypatch: pytest.Monkey
     def broken(pmu_type: int, config: int, cpu: int) -> int:
         raise RuntimeError("libc has no syscall")
 
-    monkeypatch.setattr(energy, "_perf_event_open", broken)
+    monkeypatch.setattr(energy_sources, "_perf_event_open", broken)
     source = energy_source(prefer=("perf",), perf_root=fake_pmu(tmp_path / "power"))
     assert source.estimated
     assert "RuntimeError: libc has no syscall" in source.reason
@@ -388,7 +388,7 @@ def test_perf_reader_sums_packages_and_scales(tmp_path: Path,
         os.write(write_fd, struct.pack("<Q", 1000 * (cpu + 1)))  # read when the reader opens
         return read_fd
 
-    monkeypatch.setattr(energy, "_perf_event_open", fake_open)
+    monkeypatch.setattr(energy_sources, "_perf_event_open", fake_open)
     pmu = fake_pmu(tmp_path / "power", event="event=0xab", fmt="config:0-3,8-11",
                    cpumask="0,48")
     try:
