@@ -8,9 +8,12 @@ counted as that variant's speed (copies read 1.23x faster at p 4e-190, 0.85x slo
 another seed). In a fresh random order each round no variant has a fixed predecessor.
 
 What a random order cannot remove: identical models whose weights lie elsewhere in memory
-do not run at the same speed in one process. With --original the set gains the model the
-copies were made from ("original", built before the large model); the baseline is then a
-copy, so copy against copy and copy against original are told apart.
+do not run at the same speed in one process, each object keeping its offset of 1-2% over all
+rounds. suite.run therefore times blocks of rounds on fresh copies of the modules and judges
+over the blocks (its default); --blocks 1 shows the rounds of one set of objects judged
+alone. With --original the set gains the model the copies were made from ("original", built
+before the large model); the baseline is then a copy, so copy against copy and copy against
+original are told apart.
 
 Printed: per seed the copies' speedups and verdicts, then how many of the copies' verdicts
 (2 per seed) said "faster" or "slower". Target: at most 5%.
@@ -18,6 +21,7 @@ Printed: per seed the copies' speedups and verdicts, then how many of the copies
 Run on a quiet machine (about 45 s a seed on a 2-vCPU VM; torch needed):
     python benchmarks/suite_order.py
     python benchmarks/suite_order.py --seeds 5 --original   # copies against the original
+    python benchmarks/suite_order.py --blocks 1             # one set of objects, no blocks
 """
 
 from __future__ import annotations
@@ -33,6 +37,8 @@ def _options(parser):  # type: ignore[no-untyped-def]
                         help="seeds to run (default 20)")
     parser.add_argument("--rounds", type=positive_int, default=100,
                         help="rounds per batch size (default 100, suite.run's)")
+    parser.add_argument("--blocks", type=positive_int, default=None,
+                        help="suite.run's blocks (default: its own, 10 for modules)")
     parser.add_argument("--original", action="store_true",
                         help="a copy is the baseline, and the original model a variant")
 
@@ -59,18 +65,20 @@ def main() -> None:
     x = torch.randn(32, 256)
     called = original = 0
     start = time.monotonic()
-    print(f"suite.run of {', '.join(variants)}, batch 32, one thread, {args.rounds} rounds")
+    print(f"suite.run of {', '.join(variants)}, batch 32, one thread, {args.rounds} rounds, "
+          f"blocks {args.blocks or 'as suite.run chooses'}")
     for seed in range(args.seeds):
         with torch.no_grad():
             r = suite.run(variants, x, seed=seed, rounds=args.rounds, threads=1,
-                          memory=False, energy=False, analyze=False)
+                          blocks=args.blocks, memory=False, energy=False, analyze=False)
         said = []
         for name in shown:
             s = r[name].speedup
             called += name != "original" and s.verdict in ("faster", "slower")
             original += name == "original" and s.verdict in ("faster", "slower")
             said.append(f"{name} {s.value:.3f}x {s.verdict}")
-        print(f"  seed {seed:2d}: {'; '.join(said)}  ({r.settings['order']})", flush=True)
+        print(f"  seed {seed:2d}: {'; '.join(said)}  ({r.settings['order']}; "
+              f"{r.settings['blocks']} blocks, {r.settings['rounds']} rounds)", flush=True)
     total = 2 * args.seeds
     print(f"\nidentical copies called different: {called} of {total} "
           f"({100 * called / total:.1f}%; target <= 5%); {time.monotonic() - start:.0f} s")

@@ -421,3 +421,112 @@ def test_energy_blocks_time_per_call_and_the_note_when_it_strays() -> None:
     assert len(slow) == 1 and "the energy blocks ran its calls back to back" in slow[0]
     assert f"{0.003 / (median * 1.5):.3g} W" in slow[0]
     assert notes(with_time(median * 0.5)) != []
+
+
+@pytest.mark.parametrize("blocks, rounds, expected", [
+    (10, 100, 10), (10, 40, 8), (10, 15, 3), (10, 14, 1), (4, 100, 4), (1, 100, 1)])
+def test_block_count(blocks: int, rounds: int, expected: int) -> None:
+    # At least 5 rounds a block, and a t test over blocks needs 3 of them.
+    from fastbench.suite.runner import block_count
+    assert block_count(blocks, rounds) == expected
+
+
+def _recording_modules(torch: object) -> tuple[type, list[object]]:
+    """A module class whose calls put the called object on a list (kept alive there, so two
+    distinct objects never share an id)."""
+    calls: list[object] = []
+
+    class Recording(torch.nn.Module):  # type: ignore[attr-defined,misc,name-defined]
+        def __init__(self) -> None:
+            super().__init__()
+            self.lin = torch.nn.Linear(4, 3)  # type: ignore[attr-defined]
+
+        def forward(self, x: object) -> object:
+            calls.append(self)
+            return self.lin(x)
+
+    return Recording, calls
+
+
+def test_each_block_times_fresh_copies_of_the_modules() -> None:
+    torch = pytest.importorskip("torch")
+    recording, calls = _recording_modules(torch)
+    a, b = recording().eval(), recording().eval()
+    r = run({"baseline": a, "b": b}, torch.zeros(8, 4), analyze=False,
+            **_quick(rounds=30, blocks=3))
+    assert r.settings["blocks"] == 3 and r.settings["block_rounds"] == {"8": [10, 10, 10]}
+    assert r.settings["fresh_copies"] == ["baseline", "b"] and r.settings["kept"] == {}
+    assert "in 3 blocks, each on fresh copies of the modules" in str(r)
+    copies = [o for o in {id(o): o for o in calls}.values() if o is not a and o is not b]
+    # Three copies of each module, each called for its block's 10 rounds and its warm-up.
+    assert len(copies) == 6
+    for c in copies:
+        assert sum(o is c for o in calls) >= 10
+    assert sum(_same(c, a) for c in copies) == sum(_same(c, b) for c in copies) == 3
+    assert len(r["b"].latency.samples_s) == 30
+
+
+def _same(copy: object, original: object) -> bool:
+    return bool((copy.lin.weight == original.lin.weight).all())  # type: ignore[attr-defined]
+
+
+def test_modules_block_by_default_and_callables_do_not() -> None:
+    torch = pytest.importorskip("torch")
+    lin = torch.nn.Linear(4, 3).eval()
+    r = run({"baseline": lin, "b": lin}, torch.zeros(8, 4), analyze=False, **_quick())
+    assert r.settings["blocks"] == 8  # 40 rounds: 8 blocks of 5
+    s = run({"baseline": _Spin(20), "b": _Spin(20)}, X, **_quick())
+    assert s.settings["blocks"] == 1 and "blocks" not in str(s).splitlines()[0]
+
+
+def test_a_module_that_cannot_be_copied_is_timed_as_given_and_said() -> None:
+    torch = pytest.importorskip("torch")
+    recording, calls = _recording_modules(torch)
+
+    class Stuck(recording):  # type: ignore[misc,valid-type]
+        def __deepcopy__(self, memo: object) -> object:
+            raise TypeError("holds a handle")
+
+    stuck = Stuck().eval()
+    r = run({"baseline": recording().eval(), "stuck": stuck}, torch.zeros(8, 4),
+            analyze=False, **_quick(rounds=15, blocks=3))
+    assert r.settings["fresh_copies"] == ["baseline"]
+    why = "it cannot be deep-copied (TypeError: holds a handle)"
+    assert r.settings["kept"] == {"stuck": why}
+    assert f"timed as given in every block: stuck ({why})" in str(r)
+    assert not any(isinstance(o, Stuck) and o is not stuck for o in calls)
+
+
+# torch.compile's import warns of torch.jit's deprecations.
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_fresh_copy_refuses_compiled_and_oversized_modules() -> None:
+    torch = pytest.importorskip("torch")
+    from fastbench.pytorch.suite_support import fresh_copy
+    lin = torch.nn.Linear(64, 64)
+    made, why = fresh_copy(lin)
+    assert made is not lin and why == "" and torch.equal(made.weight, lin.weight)
+    assert made.weight.data_ptr() != lin.weight.data_ptr()
+    made, why = fresh_copy(lin, share=1e-12)  # 16.6 KB of weights against none to spare
+    assert made is None and "more than 0% of the memory available" in why
+    made, why = fresh_copy(torch.compile(lin))
+    assert made is None and "torch.compile" in why
+
+
+def test_the_speedup_over_blocks_is_the_mean_of_the_blocks_estimates() -> None:
+    # Blocks of callables (nothing to copy): the verdict is the t test over the blocks'
+    # Hodges-Lehmann estimates of their rounds' log-ratios, worked out here from the samples.
+    r = run({"base": _Spin(120), "fast": _Spin(100)}, X, baseline="base",
+            **_quick(rounds=30, blocks=5))
+    sizes = r.settings["block_rounds"]["8"]
+    assert len(sizes) == 5 and sum(sizes) == 30
+    assert r.settings["kept"] == {"base": "not a module", "fast": "not a module"}
+    edges = np.cumsum([0, *sizes])
+    logs = np.log(np.asarray(r["base"].latency.samples_s)
+                  / np.asarray(r["fast"].latency.samples_s))
+    d = np.asarray([stats.hodges_lehmann(logs[i:j]) for i, j in zip(edges[:-1], edges[1:])])
+    from scipy import stats as sps
+    half = float(sps.t.ppf(0.975, 4)) * d.std(ddof=1) / np.sqrt(5)
+    assert r["fast"].speedup.value == pytest.approx(np.exp(d.mean()), rel=1e-12)
+    assert r["fast"].speedup.ci == pytest.approx((np.exp(d.mean() - half),
+                                                  np.exp(d.mean() + half)), rel=1e-12)
+    assert r["fast"].speedup.verdict == "faster"

@@ -256,6 +256,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="untimed calls of a variant before each of its timed calls, so it is "
                    "timed warm after its own call rather than after another variant's "
                    "(default 0)")
+    p.add_argument("--blocks", type=int,
+                   help="blocks of rounds, each on fresh copies of the module variants, the "
+                   "verdict a t test over them (default 10 with a module among the variants, "
+                   "else 1)")
     p.add_argument("--seed", type=int, help="seed of the rounds' random order (default 0)")
     p.add_argument("--pareto", default="latency,accuracy", metavar="OBJ1,OBJ2[,...]",
                    help="objectives of the Pareto front (default latency,accuracy; also "

@@ -24,7 +24,7 @@ __all__ = ["cmd_suite"]
 _RUN_KEYS = ("variants", "inputs", "baseline", "eval_data", "metric", "batch_sizes", "allow",
              "variant_inputs", "threads", "rounds", "duration_s", "warmup", "max_time_s",
              "memory", "energy", "watts_per_core", "analyze", "score", "score_name", "seed",
-             "settle_calls")
+             "settle_calls", "blocks")
 
 
 def _spec(args: argparse.Namespace) -> dict[str, Any]:
@@ -75,7 +75,7 @@ def cmd_suite(args: argparse.Namespace) -> int:
     if args.metric:
         spec["metric"] = _metric(args.metric)
     for key in ("baseline", "threads", "rounds", "max_time_s", "duration_s", "settle_calls",
-                "seed"):
+                "blocks", "seed"):
         value = getattr(args, key)
         if value is not None:
             spec[key] = value

@@ -19,8 +19,9 @@ from ..measurement import Measurement
 from ..replicates import replicate_variation
 from ..stats import SampleComparison, adjust_pvalues, compare_samples
 from ..stats.runs import RUN_TOLERANCE, compare_runs
+from ..stats.signedrank import hodges_lehmann
 
-__all__ = ["CORRECTIONS", "identity_notes", "judge", "judge_runs"]
+__all__ = ["CORRECTIONS", "identity_notes", "judge", "judge_blocks", "judge_runs"]
 
 CORRECTIONS = ("holm", "bh", "none")
 
@@ -50,6 +51,51 @@ def judge(
                               min_effect=min_effect, estimator=estimator)
         for name, s in samples.items() if name != baseline
     }
+    return _corrected(results, correction)
+
+
+def judge_blocks(
+    baseline: str,
+    blocks: Mapping[str, Sequence[Sequence[float]]],
+    alpha: float,
+    min_effect: float,
+    correction: str,
+    estimator: str = "hodges-lehmann",
+) -> dict[str, SampleComparison]:
+    """Compare each candidate with the baseline over blocks of paired rounds, then correct
+    the p-values across candidates.
+
+    ``blocks[name][k][i]`` is the time of round ``i`` of block ``k``; round ``i`` of a block
+    ran every variant side by side. Each block gives one estimate of the log-ratio (the
+    ``estimator`` of its rounds' log-ratios: Hodges-Lehmann or the median) and the verdict is
+    the t test over the blocks' estimates (blocks - 1 degrees of freedom). Rounds inside a
+    block share whatever the block holds fixed (where each variant's objects lie in memory,
+    what the allocator handed out), so they are not independent of it; the blocks are, when
+    each starts from fresh objects, and their spread then carries that variation.
+    """
+    _check_judgement(alpha, min_effect, correction)
+    check_choice("estimator", estimator, ("median", "hodges-lehmann"))
+    center = hodges_lehmann if estimator == "hodges-lehmann" else np.median
+    base = [np.log(np.asarray(b, dtype=np.float64)) for b in blocks[baseline]]
+    a_mid = np.asarray([float(np.median(b)) for b in base])
+    results = {}
+    for name, cand in blocks.items():
+        if name == baseline:
+            continue
+        if len(cand) != len(base):
+            raise ValueError(f"{name!r} has {len(cand)} blocks, the baseline {len(base)}")
+        logs = [np.log(np.asarray(c, dtype=np.float64)) for c in cand]
+        d = np.asarray([float(center(la - lc)) for la, lc in zip(base, logs)])
+        # The candidate's block figure is the baseline's over the block's paired estimate, so
+        # the mean log-ratio compare_runs tests is the blocks' estimates.
+        r = compare_runs(np.exp(a_mid), np.exp(a_mid - d), paired=True, alpha=alpha,
+                         min_effect=min_effect)
+        notes = tuple(w.replace("more processes", "more blocks").replace("these runs",
+                                                                            "these blocks")
+                      for w in r.warnings)
+        results[name] = replace(
+            r, warnings=notes, test=f"paired t over {len(base)} blocks ({estimator} of each "
+                                    "block's log-ratios)")
     return _corrected(results, correction)
 
 

@@ -8,6 +8,7 @@ reaches it only when torch is in use.
 from __future__ import annotations
 
 import contextlib
+import copy
 import io
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Mapping
@@ -16,7 +17,7 @@ import torch
 
 from .analyzer import analyze
 
-__all__ = ["ModuleFacts", "inference", "intra_op_threads", "is_module", "module_facts",
+__all__ = ["ModuleFacts", "fresh_copy", "inference", "intra_op_threads", "is_module", "module_facts",
            "set_threads", "threads_now", "weights"]
 
 
@@ -57,6 +58,36 @@ def _nbytes(tensors: Iterator[torch.Tensor]) -> int:
         seen.add(id(t))
         total += t.numel() * t.element_size()
     return total
+
+
+def fresh_copy(module: Any, share: float = 0.25) -> tuple[Any, str]:
+    """A deep copy of ``module`` in fresh memory, or None and why it was not made.
+
+    Identical modules whose weights lie in different places do not run at the same speed:
+    the suite times each block of its rounds on fresh copies so that where one object
+    happened to land is not counted as its variant's speed. Not copied: a compiled module
+    (``torch.compile``: a copy would compile again), one whose parameters and buffers take
+    more than ``share`` of the memory now available on their device, and one that cannot be
+    deep-copied.
+    """
+    if type(module).__name__ == "OptimizedModule":
+        return None, "a torch.compile module (a copy would compile again)"
+    tensors = [*module.parameters(), *module.buffers()]
+    size = _nbytes(iter(tensors))
+    devices = {t.device for t in tensors}
+    free: float | None = None
+    if any(d.type == "cuda" for d in devices) and torch.cuda.is_available():
+        free = float(min(torch.cuda.mem_get_info(d)[0] for d in devices if d.type == "cuda"))
+    elif all(d.type == "cpu" for d in devices):
+        import psutil
+        free = float(psutil.virtual_memory().available)
+    if free is not None and size > share * free:
+        return None, (f"its weights ({size / 2**20:.0f} MiB) would take more than "
+                      f"{share:.0%} of the memory available")
+    try:
+        return copy.deepcopy(module), ""
+    except Exception as e:  # a module holding something that refuses to be copied
+        return None, f"it cannot be deep-copied ({type(e).__name__}: {e})"
 
 
 def module_facts(module: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any], *,

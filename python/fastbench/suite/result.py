@@ -16,7 +16,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from ..report.lines import TextLines
+from ..report.lines import TextLines, printable
 from ..report.table import table
 from ..stats import SampleComparison
 from ..units import format_bytes, format_count, format_ns
@@ -246,10 +246,12 @@ class MemoryFigures:
 @dataclass(frozen=True)
 class Speedup:
     """A variant's speedup over the baseline (baseline time / variant time; > 1 is faster),
-    from the paired rounds: the Hodges-Lehmann estimate of the per-round log-ratios with its
-    signed-rank interval (or the median with its sign-test interval, as chosen by
-    ``suite.run(estimator=)``), the Holm-corrected p-value and the verdict. The baseline's
-    own is 1 with verdict "baseline"."""
+    from the paired rounds: over blocks (``settings["blocks"]`` > 1), the mean of the blocks'
+    estimates with the t interval over them; in one block, the Hodges-Lehmann estimate of the
+    per-round log-ratios with its signed-rank interval (or the median with its sign-test
+    interval, as chosen by ``suite.run(estimator=)``, which also picks each block's
+    estimate); the Holm-corrected p-value and the verdict. The baseline's own is 1 with
+    verdict "baseline"."""
 
     value: float
     ci: Interval | None
@@ -519,13 +521,30 @@ class SuiteResult(TextLines):
         return knee(points, senses)
 
     # -- text --------------------------------------------------------------------------------
+    def _blocks_text(self) -> str:
+        """How the rounds were blocked, as the header says it ("" for one block)."""
+        blocks = self.settings.get("blocks")
+        if not isinstance(blocks, int) or isinstance(blocks, bool) or blocks < 2:
+            return ""
+        fresh = self.settings.get("fresh_copies")
+        return (f" in {blocks} blocks"
+                + (", each on fresh copies of the modules" if fresh else "")
+                + ", judged over the blocks")
+
     def lines(self) -> list[str]:
         first = self.batch_sizes[0]
         out = [f"suite: {len(self.variants)} variants, baseline {self.baseline!r}, batch "
                f"{', '.join(map(str, self.batch_sizes))}"
                + (f", {self.settings['threads']} threads" if self.settings.get("threads") else "")
                + (f", {self.settings.get('rounds')} interleaved rounds" if "rounds" in self.settings else "")
-               + (f" ({self.settings['order']})" if self.settings.get("order") else "")]
+               + (f" ({self.settings['order']})" if self.settings.get("order") else "")
+               + self._blocks_text()]
+        kept = self.settings.get("kept")
+        if isinstance(kept, Mapping):
+            shown = {n: why for n, why in kept.items() if why != "not a module"}
+            if shown:
+                out.append("  timed as given in every block: " + "; ".join(
+                    f"{printable(str(n))} ({printable(str(why))})" for n, why in shown.items()))
         metric_name = next((r.metric.name for r in self.variants.values() if r.metric), "metric")
         head = ["Model", f"Time (batch {first})", "p99", "Memory", metric_name.capitalize(),
                 "Energy", "Speedup"]

@@ -24,7 +24,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 
 from .._checks import check_bool, check_finite, check_fraction, check_int, check_seconds
-from ..comparison import judge
+from ..comparison import judge, judge_blocks
 from ..memory import call_memory
 from ..report.progress import Progress
 from ..stats.bootstrap import bootstrap_mean_ci, paired_bootstrap_delta_ci
@@ -43,6 +43,8 @@ from .result import (PERCENTILES, Latency, MemoryFigures, MetricValue, Score, Sp
 __all__ = ["run"]
 
 CONFIDENCE = 0.95
+BLOCKS = 10
+MIN_BLOCK_ROUNDS = 5
 Call = Callable[[], Any]
 
 
@@ -153,9 +155,28 @@ class _Variant:
         self.module = support is not None and support.is_module(obj)
         self.fn: Callable[..., Any] = support.inference(obj) if self.module else obj
         self.notes: list[str] = []
+        self._support = support
+        self.kept: str | None = None if self.module else "not a module"
         if self.module and getattr(obj, "training", False):
             self.notes.append("the module is in training mode (dropout and batch norm behave "
                               "as in training); call .eval() for inference figures")
+
+    def relayout(self) -> None:
+        """Time a fresh deep copy of the module from now on (its weights in new memory);
+        a variant that cannot be copied keeps its object, and ``kept`` says why."""
+        if self.kept is not None:
+            return
+        self.fn = self.obj  # the previous copy goes before the next is made
+        fresh, why = self._support.fresh_copy(self.obj)
+        if fresh is None:
+            self.kept, self.fn = why, self._support.inference(self.obj)
+        else:
+            self.fn = self._support.inference(fresh)
+
+    def restore(self) -> None:
+        """Back to the user's own object (memory, energy and the metric use it)."""
+        if self.module:
+            self.fn = self._support.inference(self.obj)
 
     def call(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Call:
         fn = self.fn
@@ -336,42 +357,66 @@ def _probe(variants: Mapping[str, _Variant], plan: _Inputs, support: Any, thread
     return {n: tuple(sorted(k)) for n, k in used.items()}
 
 
+def block_count(blocks: int, rounds: int) -> int:
+    """How many blocks ``rounds`` rounds are split into: ``blocks``, fewer where a block
+    would get under :data:`MIN_BLOCK_ROUNDS` rounds, and 1 (no blocks) below 3 of them,
+    which a t test over blocks needs."""
+    k = min(blocks, rounds // MIN_BLOCK_ROUNDS)
+    return k if k >= 3 else 1
+
+
 def _time_batch(variants: Mapping[str, _Variant], plan: _Inputs, batch: int, cfg: Any,
                 rounds: int, duration_s: float, budget_s: float, rng: np.random.Generator,
-                report: Callable[[str], None], settle_calls: int
-                ) -> tuple[dict[str, list[float]], int, bool, float]:
-    """Warm up and time every variant at ``batch``, interleaved: per-call seconds of each,
-    the rounds run, whether the budget cut them short, and the rounds' wall time."""
+                report: Callable[[str], None], settle_calls: int, blocks: int
+                ) -> tuple[list[dict[str, list[float]]], int, bool, float]:
+    """Warm up and time every variant at ``batch``, interleaved, in ``blocks`` blocks of
+    rounds; with more than one, each block times fresh copies of the module variants. The
+    per-call seconds of each variant in each block, the rounds run, whether the budget cut
+    them short, and the rounds' wall time."""
     names = list(variants)
-    targets: dict[str, Target] = {}
-    for name, v in variants.items():
-        # A suite's records are not saved as replicates: no identity to fingerprint (a
-        # model's weights would be hashed for every batch size).
-        targets[name] = callable_target(v.call(*plan.args(name, batch)), (), {}, cfg.clock,
-                                        name=name, identify=False)
-    samples: dict[str, list[float]] = {n: [] for n in names}
+    per_block: list[dict[str, list[float]]] = []
     spent = dict.fromkeys(names, 0.0)
+    block_rounds = math.ceil(rounds / blocks)
     out_of_time = False
+    start = time.monotonic()
+    r = 0
     with gc_paused(cfg.disable_gc):
-        for name in names:
-            report(f"warm-up {name} (batch {batch})")
-            targets[name].prepare(cfg)
-        start = time.monotonic()
-        r = 0
-        while r < MAX_COUNT:
-            for name in round_order(names, r, rng):
-                if settle_calls:  # untimed: the variant's caches warm again after the others
-                    targets[name].sampler.run(1, settle_calls)
-                got, _, elapsed = targets[name].sample(1)
-                samples[name] += [x * 1e-9 for x in got]
-                spent[name] += elapsed
-            r += 1
-            if r >= rounds and min(spent.values()) >= duration_s:
-                break
-            if time.monotonic() - start >= budget_s:
-                out_of_time = r < rounds or min(spent.values()) < duration_s
-                break
-    return samples, r, out_of_time, time.monotonic() - start
+        for k in range(blocks):
+            targets: dict[str, Target] = {}
+            for name, v in variants.items():
+                if blocks > 1:
+                    v.relayout()
+                # A suite's records are not saved as replicates: no identity to fingerprint
+                # (a model's weights would be hashed for every batch size).
+                targets[name] = callable_target(v.call(*plan.args(name, batch)), (), {},
+                                                cfg.clock, name=name, identify=False)
+                report(f"warm-up {name} (batch {batch}"
+                       + (f", block {k + 1} of {blocks})" if blocks > 1 else ")"))
+                targets[name].prepare(cfg)
+            got: dict[str, list[float]] = {n: [] for n in names}
+            spent_here = dict.fromkeys(names, 0.0)
+            rb = 0
+            while r < MAX_COUNT:
+                for name in round_order(names, r, rng):
+                    if settle_calls:  # untimed: the variant's caches warm again after the others
+                        targets[name].sampler.run(1, settle_calls)
+                    sample, _, elapsed = targets[name].sample(1)
+                    got[name] += [x * 1e-9 for x in sample]
+                    spent_here[name] += elapsed
+                r += 1
+                rb += 1
+                done = rb >= block_rounds and min(spent_here.values()) >= duration_s / blocks
+                if done:
+                    break
+                if time.monotonic() - start >= budget_s * (k + 1) / blocks:
+                    out_of_time = True
+                    break
+            per_block.append(got)
+            for n in names:
+                spent[n] += spent_here[n]
+    for v in variants.values():
+        v.restore()
+    return per_block, r, out_of_time, time.monotonic() - start
 
 
 def run(
@@ -389,6 +434,7 @@ def run(
     duration_s: float = 1.0,
     warmup: int = 3,
     settle_calls: int = 0,
+    blocks: int | None = None,
     max_time_s: float = 120.0,
     memory: bool = True,
     energy: bool = True,
@@ -447,6 +493,17 @@ def run(
         With 1 or more the timed call finds the caches as back-to-back calls leave them (the
         latency of a variant serving alone; a small model can read several percent faster),
         at the cost of the untimed calls' time.
+    blocks : int, optional
+        The rounds of each batch size are split into this many blocks (fewer where a block
+        would get under 5 rounds; none below 3 blocks), and each block times fresh deep
+        copies of the module variants. Identical modules whose weights lie in different
+        places run 1-2% apart for as long as they live, so within one set of objects the
+        rounds would call two copies of one model different; over blocks of fresh copies
+        that offset is drawn anew, and the verdict is the t test over the blocks' estimates
+        (blocks - 1 degrees of freedom). By default 10 where a variant is a module, else 1:
+        the objects as given, the rounds themselves judged. A compiled module
+        (``torch.compile``), a callable, or a module too large to copy keeps its object in
+        every block (said in ``settings["kept"]``).
     max_time_s : float
         Budget of the timed rounds over all batch sizes, split evenly; a batch size that
         runs out is reported with the rounds it got and a warning.
@@ -515,6 +572,8 @@ def run(
         raise ValueError("metric needs eval_data (passed to it as its second argument)")
     seed = check_int("seed", seed, 0)
     settle_calls = check_int("settle_calls", settle_calls, 0, maximum=MAX_COUNT)
+    if blocks is not None:
+        check_int("blocks", blocks, 1, say_positive=False, maximum=MAX_COUNT)
     if watts_per_core is not None:  # checked again by the energy model, but only after timing
         watts = check_finite("watts_per_core", watts_per_core)
         if watts <= 0:
@@ -526,7 +585,10 @@ def run(
         raise ValueError("threads sets torch's intra-op threads, and torch is not in use here")
     objs = {n: _Variant(n, variants[n], support) for n in names}
     plan = _Inputs(inputs, variant_inputs, names, batch_sizes)
-    steps = 2 + len(plan.batch_sizes) * (len(names) + 1) + 3
+    if blocks is None:
+        blocks = BLOCKS if any(v.module for v in objs.values()) else 1
+    blocks = block_count(blocks, rounds)
+    steps = 2 + len(plan.batch_sizes) * (blocks * len(names) + 1) + 3
     done = 0
 
     def report(what: str) -> None:
@@ -542,22 +604,32 @@ def run(
         allowed = _probe(objs, plan, support, threads, allowed_kinds, baseline)
         rng = np.random.default_rng(seed)
         per_batch: dict[int, dict[str, list[float]]] = {}
+        verdicts = {}
         warnings: list[str] = []
         rounds_run: dict[int, int] = {}
         timed_s: dict[str, float] = {}
+        block_rounds: dict[str, list[int]] = {}
         budget = max_time_s / len(plan.batch_sizes)
         for batch in plan.batch_sizes:
-            samples, got, short, timed_s[str(batch)] = _time_batch(
-                objs, plan, batch, cfg, rounds, duration_s, budget, rng, report, settle_calls)
+            by_block, got, short, timed_s[str(batch)] = _time_batch(
+                objs, plan, batch, cfg, rounds, duration_s, budget, rng, report, settle_calls,
+                blocks)
+            samples = {n: [x for b in by_block for x in b[n]] for n in names}
             per_batch[batch], rounds_run[batch] = samples, got
+            block_rounds[str(batch)] = [len(b[baseline]) for b in by_block]
+            if blocks > 1:
+                verdicts[batch] = judge_blocks(
+                    baseline, {n: [b[n] for b in by_block] for n in names}, alpha,
+                    min_effect, "holm", estimator)
+            else:
+                verdicts[batch] = judge(baseline, samples, True, alpha, min_effect, "holm",
+                                        estimator)
             report(f"timed batch {batch}")
             if short:
                 warnings.append(f"batch {batch}: the time budget ({budget:.1f} s of max_time_s) "
                                 f"ended the rounds at {got} of {rounds}; raise max_time_s for "
                                 "tighter intervals")
         first = plan.batch_sizes[0]
-        verdicts = {b: judge(baseline, s, True, alpha, min_effect, "holm", estimator)
-                    for b, s in per_batch.items()}
         report("memory")
         mems = {n: _memory(objs[n], plan, first, support, memory, analyze) for n in names}
         report("energy")
@@ -587,6 +659,10 @@ def run(
     settings = {"rounds": min(rounds_run.values()), "rounds_asked": rounds,
                 "duration_s": duration_s, "warmup": warmup, "settle_calls": settle_calls,
                 "order": order_design(len(objs)),
+                "blocks": blocks, "block_rounds": block_rounds,
+                "fresh_copies": [n for n in names if blocks > 1 and objs[n].kept is None],
+                "kept": {n: objs[n].kept for n in names
+                         if blocks > 1 and objs[n].kept is not None},
                 "max_time_s": max_time_s,
                 "threads": ran_on, "seed": seed, "alpha": alpha, "min_effect": min_effect,
                 "estimator": estimator,
