@@ -26,7 +26,7 @@ from .counters import CountersUnavailable
 from .errors import ClockUnavailable, FastbenchError
 from .identity import Identity
 from .measurement import Measurement
-from .profiling import amdahl, profile, sample
+from .profiling import amdahl, profile, profiled, sample
 from .results import ResultsFileError, load, load_any, save
 from .timing import Timer, WorkerError, importable, measure, timeit
 
@@ -61,6 +61,7 @@ __all__ = [
     "measure",
     "memory",
     "profile",
+    "profiled",
     "profiling",
     "results",
     "roofline",

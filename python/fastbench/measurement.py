@@ -18,6 +18,7 @@ from numpy.typing import NDArray
 from .counters import SampleCounts
 from .identity import Identity
 from .memory import CallMemory
+from .report.lines import brief_repr
 from .report.warnings import WarningRecord
 from .stats import Summary, median_ci, summarize
 from .stats.phases import Phases, concatenate_phases, timing_phases
@@ -516,6 +517,13 @@ class Measurement:
         carried = dict.fromkeys(w for r in runs for w in r.warnings
                                 if getattr(w, "code", "") in _CARRIED_CODES)
         return replace(m, warnings=(*measurement_warnings(m), *carried))
+
+    def __repr__(self) -> str:
+        rel = self.rel_ci
+        spread = "" if rel is None else f" ± {format_rel(rel)}"
+        name = f"{self.name!r}: " if self.name else ""
+        return brief_repr(self, f"{name}{format_ns(self.median_ns)}{spread}, median of "
+                                f"{self.n:,} samples x {self.loops:,} loops")
 
     def __str__(self) -> str:
         rel = self.rel_ci

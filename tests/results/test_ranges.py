@@ -53,6 +53,9 @@ CASES = [
     ("profile_diff", _set("changes", 0, "share_b", value=-1e308), "share_b"),  # "-inf%"
     ("suite", _set("variants", 0, "latency", "percentiles", "p99", 0, value=1e308),
      "latency p99"),  # "inf ns"
+    # Found once a stat result printed its report: summarize overflowed on its wall times.
+    ("stat", _set("elapsed_s", value=[0.5, 1e308]), "elapsed_s"),
+    ("stat", _set("events", "instructions", "values", value=[1e308]), "values"),
 ]
 
 

@@ -135,7 +135,7 @@ _IMPOSSIBLE: dict[str, tuple[Any, str]] = {
                                "data['results']['b']['tolerance'] must be a non-negative "
                                "finite number, got -0.1"),
     "stat": (lambda d: d.update(elapsed_s=[0.1, -0.2]),
-             "data['elapsed_s'][1] must be a non-negative finite number, got -0.2"),
+             "data['elapsed_s'][1] must be a number in [0, 1e+09], got -0.2"),
     "simulated_counts": (lambda d: d["totals"].update(Ir=-9000),
                          "data['totals']['Ir'] must be a non-negative integer, got -9000"),
     "roofline": (lambda d: d["memory"].update(DRAM=0.0),

@@ -152,6 +152,10 @@ def test_summarize_relative_measures_need_positive_values() -> None:
     assert s.mdape is None  # a zero sample: percentage error undefined
     assert summarize([-3.0, -1.0, 1.0]).cv is None  # mean 0
     assert summarize([-3.0, -2.0]).cv is None
+    # A sample of 5e-324 beside 0.004: |x - median| / x is 4e321 %, beyond float64; it was
+    # an overflow error for the whole summary (found by the results-file fuzz test).
+    tiny = summarize([5e-324, 0.004])
+    assert tiny.mdape is None and tiny.median == pytest.approx(0.002)
 
 
 def test_summarize_near_identical_large_values_do_not_warn() -> None:

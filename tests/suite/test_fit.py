@@ -127,3 +127,113 @@ def test_bad_points_are_refused(x: object, y: object, error: type[Exception],
 def test_bad_confidence_is_refused() -> None:
     with pytest.raises(ValueError, match="confidence"):
         power_law_fit([1.0, 2.0, 3.0], [1.0, 2.0, 3.0], confidence=1.5)
+
+
+# -- predictions ------------------------------------------------------------------------------
+
+def _lstsq_prediction_interval(x: np.ndarray, y: np.ndarray, x0: float,
+                               confidence: float) -> tuple[float, float, float]:
+    """The textbook prediction interval of a new log y at log x0, from numpy's least squares
+    and the design matrix: var = s^2 (1 + a' (X'X)^-1 a) with a = [1, log x0]."""
+    design = np.column_stack([np.ones(x.size), np.log(x)])
+    coef, rss, _, _ = np.linalg.lstsq(design, np.log(y), rcond=None)
+    s2 = float(rss[0]) / (x.size - 2)
+    a = np.array([1.0, math.log(x0)])
+    se = math.sqrt(s2 * (1.0 + a @ np.linalg.inv(design.T @ design) @ a))
+    t = stats.t.ppf(0.5 + confidence / 2, x.size - 2)
+    centre = float(a @ coef)
+    return math.exp(centre), math.exp(centre - t * se), math.exp(centre + t * se)
+
+
+@pytest.mark.parametrize("x0", [3e7, 1e9, 4e9, 1e10])
+def test_prediction_interval_matches_the_hand_formula_and_lstsq(x0: float) -> None:
+    rng = np.random.default_rng(7)
+    x = np.array([1e6, 4e6, 1.6e7, 6.4e7, 2.56e8, 1e9])
+    y = 2e-9 * x ** 0.756 * np.exp(rng.normal(0.0, 0.1, x.size))
+    fit = power_law_fit(x, y, x_label="FLOPs")
+    p = fit.prediction(x0)
+    # By hand from scipy's regression: t * s * sqrt(1 + 1/n + (u0 - mean u)^2 / Sxx).
+    ref = stats.linregress(np.log(x), np.log(y))
+    u = np.log(x)
+    resid = np.log(y) - (ref.intercept + ref.slope * u)
+    s = math.sqrt(float(np.sum(resid ** 2)) / (x.size - 2))
+    sxx = float(np.sum((u - u.mean()) ** 2))
+    half = stats.t.ppf(0.975, x.size - 2) * s * math.sqrt(
+        1 + 1 / x.size + (math.log(x0) - u.mean()) ** 2 / sxx)
+    centre = ref.intercept + ref.slope * math.log(x0)
+    assert p.value == pytest.approx(math.exp(centre), rel=1e-10)
+    assert p.value == pytest.approx(fit.predict(x0), rel=1e-10)
+    assert p.interval[0] == pytest.approx(math.exp(centre - half), rel=1e-10)
+    assert p.interval[1] == pytest.approx(math.exp(centre + half), rel=1e-10)
+    value, lo, hi = _lstsq_prediction_interval(x, y, x0, 0.95)
+    assert (p.value, *p.interval) == pytest.approx((value, lo, hi), rel=1e-9)
+    # Another confidence: the t quantile changes with it and nothing else.
+    _, lo90, hi90 = _lstsq_prediction_interval(x, y, x0, 0.90)
+    assert fit.prediction(x0, 0.90).interval == pytest.approx((lo90, hi90), rel=1e-9)
+    assert p.extrapolation == (x0 > 1e9)
+    assert p.measured_range == (1e6, 1e9) and p.confidence == 0.95
+
+
+def test_prediction_interval_covers_new_measurements_95_percent_of_the_time() -> None:
+    # Power laws with lognormal noise (sd 0.15 on the log scale), 6 sizes fitted; a new
+    # measurement at a size inside the range and at two beyond it must fall inside its 95%
+    # prediction interval in a share within the binomial band (n = 2000: sd 0.0049; +-4 sd
+    # is 0.930-0.970). The exponent's interval alone would not do beyond the range.
+    rng = np.random.default_rng(20240612)
+    x = np.geomspace(1e6, 1e9, 6)
+    targets = (3e7, 4e9, 3e10)
+    sims = 2000
+    hits = dict.fromkeys(targets, 0)
+    for _ in range(sims):
+        y = 2e-9 * x ** 0.75 * np.exp(rng.normal(0.0, 0.15, x.size))
+        fit = power_law_fit(x, y)
+        for x0 in targets:
+            new = 2e-9 * x0 ** 0.75 * math.exp(rng.normal(0.0, 0.15))
+            hits[x0] += fit.prediction(x0).contains(new)
+    band = 4 * math.sqrt(0.95 * 0.05 / sims)
+    for x0, n in hits.items():
+        assert abs(n / sims - 0.95) <= band, (x0, n / sims)
+
+
+def test_prediction_interval_widens_away_from_the_points() -> None:
+    x = np.geomspace(10.0, 1e4, 7)
+    y = 3.0 * x ** 1.2 * np.exp(0.05 * (-1.0) ** np.arange(x.size))
+    fit = power_law_fit(x, y)
+    ratios = [fit.prediction(x0).interval[1] / fit.prediction(x0).value
+              for x0 in (math.sqrt(10.0 * 1e4), 1e4, 1e5, 1e6)]
+    assert ratios == sorted(ratios) and ratios[0] > 1.0
+    # A noiseless law predicts exactly: the interval closes on the value.
+    exact = power_law_fit(x, 3.0 * x ** 1.2)
+    p = exact.prediction(1e6)
+    assert p.interval == pytest.approx((p.value, p.value), rel=1e-9)
+    assert p.value == pytest.approx(3.0 * 1e6 ** 1.2, rel=1e-9)
+
+
+def test_prediction_says_when_it_extrapolates() -> None:
+    fit = power_law_fit([1e6, 1e7, 1e8, 1e9], [1e-3, 6e-3, 3e-2, 2e-1], x_label="FLOPs")
+    inside, edge, beyond, below = (fit.prediction(v) for v in (3e7, 1e9, 4e9, 1e5))
+    assert not inside.extrapolation and not edge.extrapolation
+    assert beyond.extrapolation and below.extrapolation
+    assert "within the measured FLOPs 1e+06 to 1e+09" in str(inside)
+    text = str(beyond)
+    assert "extrapolated beyond the measured FLOPs 1e+06 to 1e+09" in text
+    assert text.startswith("predicted at FLOPs = 4e+09: ")
+    assert "95% prediction interval [" in text
+    # In seconds, the text writes times.
+    assert " ms" in str(fit.prediction(1e8, unit="s"))
+    assert repr(beyond).startswith("<Prediction") and "extrapolated" in repr(beyond)
+
+
+def test_prediction_arguments_are_checked() -> None:
+    fit = power_law_fit([1.0, 2.0, 4.0], [1.0, 2.1, 3.9])
+    with pytest.raises(ValueError, match="positive and finite"):
+        fit.prediction(0.0)
+    with pytest.raises(ValueError, match="positive and finite"):
+        fit.prediction(float("inf"))
+    with pytest.raises(TypeError, match="must be a number"):
+        fit.prediction("8")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="confidence"):
+        fit.prediction(8.0, 1.0)
+    # A fit without its points (built by hand, or from an old file) cannot give one.
+    with pytest.raises(ValueError, match="keeps no points"):
+        PowerLawFit(1.0, (0.9, 1.1), 1.0, 0.99, 3).prediction(8.0)

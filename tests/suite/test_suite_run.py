@@ -126,10 +126,14 @@ def test_accuracies_and_paired_delta_of_known_classifiers() -> None:
     # excludes 0 (sd of a 0/1 difference with p = 0.05: sqrt(0.05 * 0.95 / 2000) = 0.0049).
     assert lo <= 0.05 <= hi and lo > 0.03 and hi < 0.07
     assert base.ci is not None and base.ci[0] < 0.85 < base.ci[1]
-    # Normalized: the score divides by 1 + 5 points of accuracy gained.
+    # Normalized: the score divides by 1 + |delta|, the delta a fraction (1.05), or in
+    # points (1 + 5) when asked.
     norm = result.normalized("better")
     assert norm.accuracy_delta == pytest.approx(0.05)
-    assert norm.efficiency == pytest.approx(norm.speedup.value / 6.0)
+    assert norm.efficiency == pytest.approx(norm.speedup.value / 1.05)
+    points = run(variants, xs[:8], baseline="base", eval_data=(xs, labels), delta_unit="points",
+                 **_quick(rounds=10)).normalized("better")
+    assert points.efficiency == pytest.approx(points.speedup.value / 6.0)
 
 
 def test_custom_metric_float_and_per_example() -> None:
@@ -224,6 +228,18 @@ def test_module_facts_from_the_analyzer_and_state_dict() -> None:
     # float and the pickle's own overhead): well over 2x smaller.
     n = r.normalized("int8")
     assert n.compression is not None and 2.5 < n.compression < 4.0
+    # The footprint: the int8 weights are packed, not parameters, and count (int8 weights,
+    # float32 biases, a scale and zero point per layer); the activation peak of a call is
+    # measured, the analyzer's estimate beside it (batch 4: two 4 x 256 float tensors).
+    i8 = r["int8"].memory
+    assert i8.param_bytes == 0
+    assert i8.packed_bytes == (256 * 256 + 256 * 10) + 4 * (256 + 10) + 2 * 12
+    assert fp.memory.activation_estimate_bytes == 2 * 4 * 256 * 4
+    assert fp.memory.activation_peak_bytes is not None
+    assert fp.memory.activation_peak_bytes >= 4 * 10 * 4          # the output at least
+    assert fp.memory.footprint_bytes == 4 * params + fp.memory.activation_peak_bytes
+    assert n.memory_reduction is not None and n.memory_reduction > 2.0
+    assert n.memory_reduction_basis == "footprints: weights + measured activation peak"
     # No RAPL in a VM: the energy is an estimate, and says so.
     e = fp.energy
     assert e is not None

@@ -216,3 +216,19 @@ def test_bad_arguments_are_refused_before_measuring(call: Callable[[], Any],
                                                     error: type[Exception], match: str) -> None:
     with pytest.raises(error, match=match):
         call()
+
+
+def test_parameter_sweep_predicts_in_seconds_and_marks_extrapolation() -> None:
+    # Built from known points (no timing): 1, 2.1, 3.9, 8.2 ms at 1, 2, 4, 8 GFLOPs.
+    from fastbench.suite.fit import power_law_fit
+    from fastbench.suite.sweeps import ParameterPoint
+
+    xs, ys = [1e9, 2e9, 4e9, 8e9], [1e-3, 2.1e-3, 3.9e-3, 8.2e-3]
+    points = tuple(ParameterPoint(x, x, y, None) for x, y in zip(xs, ys))
+    fit = power_law_fit(xs, ys, x_label="FLOPs")
+    sweep = ParameterSweep(points, "FLOPs", fit)
+    p = sweep.prediction(3.2e10)
+    assert p == fit.prediction(3.2e10, unit="s")
+    assert p.extrapolation and p.interval[0] < p.value < p.interval[1]
+    assert "ms" in str(p) and "extrapolated beyond the measured FLOPs" in str(p)
+    assert not sweep.prediction(3e9).extrapolation

@@ -101,3 +101,11 @@ def test_timer_repr_in_each_state() -> None:
     # Four significant digits of the frozen figure, in the unit that reads best.
     assert float(shown[1]) * _UNIT_NS[shown[2]] == pytest.approx(timer.elapsed_ns, rel=1e-3)
     assert shown[2] in ("ms", "s")  # a 2 ms spin is not shown in ns or µs
+
+
+def test_elapsed_is_in_milliseconds_beside_the_explicit_units() -> None:
+    with fastbench.Timer() as t:
+        _core.spin(2e6)  # a busy-wait of 2 ms on the clock: the block lasts at least that
+    assert t.elapsed == t.elapsed_ms == pytest.approx(t.elapsed_ns / 1e6)
+    assert t.elapsed_s == pytest.approx(t.elapsed / 1e3)
+    assert t.elapsed >= 2.0 * 0.99

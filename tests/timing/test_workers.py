@@ -184,8 +184,10 @@ def test_rounds_jobs_are_checked_here(no_workers: None) -> None:
     with pytest.raises(TypeError, match="options lacks loops, max_time_s"):
         rounds_job({"a": plain}, options={k: v for k, v in ROUNDS.items()
                                           if k not in ("loops", "max_time_s")})
-    with pytest.raises(TypeError, match="options has 'duration_s'"):
-        rounds_job({"a": plain}, options={**ROUNDS, "duration_s": 1.0})
+    with pytest.raises(TypeError, match="options has 'target_rel_ci'"):
+        rounds_job({"a": plain}, options={**ROUNDS, "target_rel_ci": 0.01})
+    assert rounds_job({"a": plain}, options={**ROUNDS, "duration_s": 1.0}).options[
+        "duration_s"] == 1.0  # the rounds' minimum wall time, optional
     with pytest.raises(TypeError, match="job must be a WorkerJob from rounds_job"):
         run_together(plain, 2)
     with pytest.raises(ValueError, match="processes must be >= 1"):

@@ -16,7 +16,7 @@ from dataclasses import dataclass, fields
 from typing import Any, Mapping
 
 from .._checks import check_int
-from ..report.lines import TextLines
+from ..report.lines import TextLines, brief_repr
 from ..units import format_count
 
 __all__ = ["CONVENTION", "Cost", "Count", "Totals", "dtype_bytes", "format_count"]
@@ -179,6 +179,11 @@ class Cost(TextLines):
                        Count.from_dict(data["backward"]), int(data["params"]))
         except (KeyError, TypeError) as e:
             raise ValueError(f"not a cost: {e}") from e
+
+    def __repr__(self) -> str:
+        return brief_repr(self, f"{self.op}: {format_count(self.params, 'params')}, forward "
+                                f"{format_count(self.forward.flops, 'FLOPs')}, backward "
+                                f"{format_count(self.backward.flops, 'FLOPs')}")
 
     def lines(self) -> list[str]:
         return [f"{self.op}: {format_count(self.params, 'params')}",

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Iterator, Sequence
 
 from .._checks import check_bool, check_int
-from ..report.lines import TextLines
+from ..report.lines import TextLines, brief_repr
 from ..report.table import table
 from ..units import format_count
 from . import formulas
@@ -889,6 +889,12 @@ class LayerAnalysis(Totals, TextLines):
 
     def __iter__(self) -> Iterator[LayerRow]:
         return iter(self.rows)
+
+    def __repr__(self) -> str:
+        shape = "x".join(map(str, self.input_shape))
+        return brief_repr(self, f"{len(self.rows)} layers on {shape} {self.dtype}: "
+                                f"{format_count(self.flops, 'FLOPs')}, "
+                                f"{format_count(self.params, 'params')}")
 
     def lines(self) -> list[str]:
         """The table: one line per layer, then the totals and the convention."""

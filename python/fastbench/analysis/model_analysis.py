@@ -13,10 +13,11 @@ import math
 from dataclasses import dataclass, fields
 from typing import Any, Mapping, Sequence
 
-from ..report.lines import TextLines, note_lines
+from ..report.lines import TextLines, brief_repr, note_lines
 from ..report.table import table
 from ..units import format_count
 from .costs import CONVENTION, Count, Totals
+from .families import FamilyShare, family_shares
 
 __all__ = ["Coverage", "MemoryEstimate", "ModelAnalysis", "ModulePlacement", "ModuleRow",
            "Parameters", "UncountedOp", "least_time_bound", "least_time_of"]
@@ -361,6 +362,12 @@ class ModelAnalysis(Totals, TextLines):
                 return row
         raise KeyError(f"no module {path!r} in the analysis of {self.model}")
 
+    def families(self) -> tuple[FamilyShare, ...]:
+        """FLOPs, MACs and bytes by family of operation (attention, linear, convolution,
+        normalization, ...) with each family's share of the FLOPs, over every module
+        (:func:`fastbench.analysis.families.family_shares`)."""
+        return family_shares(self.modules)
+
     # -- roofline ------------------------------------------------------------------------
     def place_on(self, roofline: Any, *, dtype: str | None = None, level: str | None = None,
                  max_depth: int | None = None) -> list[ModulePlacement]:
@@ -427,9 +434,16 @@ class ModelAnalysis(Totals, TextLines):
         return out
 
     # -- output --------------------------------------------------------------------------
+    def __repr__(self) -> str:
+        complete = "" if self.complete else " (incomplete)"
+        return brief_repr(self, f"{self.model!r}: {format_count(self.flops, 'FLOPs')}{complete}, "
+                                f"{format_count(self.params, 'params')}, "
+                                f"{len(self.modules)} modules")
+
     def lines(self, max_depth: int | None = 2) -> list[str]:
-        """Totals, the per-module table down to ``max_depth`` (None: every module), the
-        parameters, the memory estimate and the coverage report."""
+        """Totals, the share of each family of operation (attention, linear, ...: over every
+        module, whatever ``max_depth``), the per-module table down to ``max_depth`` (None:
+        every module), the parameters, the memory estimate and the coverage report."""
         inputs = ", ".join(f"{'x'.join(map(str, s))} {dt}" for s, dt in self.inputs)
         passes = "forward + backward" if self.backward is not None else "forward"
         out = [f"  {self.model} on {self.device}, inputs {inputs or 'none'}, {passes} "
@@ -457,11 +471,23 @@ class ModelAnalysis(Totals, TextLines):
                          format_count(c.macs), format_count(c.flops), format_count(c.bytes, "B"),
                          f"{c.intensity:.3g}" if c.bytes else "-",
                          f"{100 * c.flops / total_flops:.1f}"))
+        out += self._family_lines()
         out += table(header, rows, align="llllrrrrrr")
         out += self.parameters.lines()
         out += self.memory.lines()
         out += self.coverage.lines()
         return out + note_lines(self.notes)
+
+    def _family_lines(self) -> list[str]:
+        shares = self.families()
+        if not shares:
+            return []
+        rows = [(s.family, format_count(s.count.macs), format_count(s.count.flops),
+                 format_count(s.count.bytes, "B"), f"{100 * s.share:.1f}") for s in shares]
+        return (["  by family (each module's own arithmetic; attention includes its "
+                 "projections):"]
+                + table(("family", "MACs", "FLOPs", "bytes", "%"), rows, indent="    ",
+                        align="lrrrr"))
 
     def to_dict(self) -> dict[str, Any]:
         return {

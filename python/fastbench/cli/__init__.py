@@ -4,7 +4,8 @@ script and of ``python -m fastbench``.
 Owns exit codes and the top-level error handling: errors print one ``error:`` line on stderr
 (the traceback only with --debug, given before or after the subcommand) and exit non-zero;
 a reader of stdout that goes away (``| head``) ends the command quietly with
-EXIT_BROKEN_PIPE. The parser is :mod:`.parser`, each
+EXIT_BROKEN_PIPE. Commands that import the user's code find it in the current directory, as
+``python -m timeit`` does. The parser is :mod:`.parser`, each
 subcommand its own module (:mod:`.info`, :mod:`.timeit`, :mod:`.compare`, :mod:`.stat`,
 :mod:`.roofline`, :mod:`.analyze`, :mod:`.tour`); the work is done by the library.
 """
@@ -32,6 +33,13 @@ EXIT_INTERRUPTED = 130
 # Exit status when the reader of stdout went away (128 + SIGPIPE): what the shell reports
 # for a tool that SIGPIPE ended, as `yes | head` does, so `set -o pipefail` sees it alike.
 EXIT_BROKEN_PIPE = 141
+# The commands that import the user's modules (setup statements, MODULE:FACTORY, a suite's
+# factory or metric): the current directory goes first on sys.path for them. The console
+# script's sys.path[0] is the directory of the script (the environment's bin/), not the
+# current one, so `fastbench timeit -s "from work import f"` missed work.py where
+# `python -m fastbench` found it; `python -m timeit` puts the current directory first for
+# the same reason. Worker processes and valgrind's interpreter inherit the parent's sys.path.
+_USER_CODE_COMMANDS = ("timeit", "compare", "analyze", "profile", "suite")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -63,6 +71,7 @@ def _run(argv: Sequence[str] | None) -> int:
     if args.command is None:
         parser.print_help()
         return 2
+    added = _current_directory_first() if args.command in _USER_CODE_COMMANDS else None
     try:
         code: int = args.func(args)
         return code
@@ -88,3 +97,19 @@ def _run(argv: Sequence[str] | None) -> int:
         # A message may quote a file's field or user code's text: shown escaped.
         print(printable(f"error: {kind}{exc}", keep="\n"), file=sys.stderr)
         return 1
+    finally:
+        if added is not None and added in sys.path:  # main() called in a program: as it was
+            sys.path.remove(added)
+
+
+def _current_directory_first() -> str | None:
+    """Put the current directory first on sys.path, as ``python -m`` does; the entry added,
+    or None when it was there already (``python -m fastbench``) or there is none."""
+    try:
+        here = os.getcwd()
+    except OSError:  # removed while we were in it: nothing of the user's to import there
+        return None
+    if any(p in ("", os.curdir, here) for p in sys.path):
+        return None
+    sys.path.insert(0, here)
+    return here

@@ -23,6 +23,7 @@ from ..results import ResultsFileError, load, load_any, save
 from ..results.kinds import unique_name
 from ..results.verdicts import verdicts_document, write_verdicts
 from ..report.lines import printable
+from .options import count_options
 from .output import out
 
 __all__ = ["EXIT_SLOWER", "EXIT_UNDECIDED", "cmd_compare", "parse_version_args"]
@@ -144,6 +145,7 @@ def _comparisons(args: argparse.Namespace) -> tuple[list[Comparison | Instructio
     "versions")."""
     tolerance = args.tolerance / 100.0
     comparisons: list[Comparison | InstructionComparison]
+    counting = count_options(args)  # --max-calls without --metric instructions: refused
     if args.versions:
         return [_versions_comparison(args)], "versions"
     if args.design != "auto" or args.install is not None:
@@ -154,7 +156,8 @@ def _comparisons(args: argparse.Namespace) -> tuple[list[Comparison | Instructio
                              "is counted in processes of its own")
         variants = {f"[{i}] {stmt}": stmt for i, stmt in enumerate(args.run)}
         ic = compare(variants, metric="instructions", tolerance=tolerance,
-                     setup="\n".join(args.setup) or "pass", processes=args.processes)
+                     setup="\n".join(args.setup) or "pass", processes=args.processes,
+                     **counting)
         comparisons = [ic]
         if args.output is not None:
             save(ic, args.output)

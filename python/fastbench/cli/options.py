@@ -11,10 +11,14 @@ import argparse
 import math
 import os
 import stat
+import sys
 from pathlib import Path
+from typing import Any
+
+from ..report.lines import printable
 
 __all__ = ["add_clock", "add_max_time", "add_metric", "add_min_time", "add_output",
-           "add_processes", "add_setup", "output_path", "percent"]
+           "add_processes", "add_setup", "count_options", "output_path", "percent"]
 
 CLOCKS = ["auto", "tsc", "steady"]
 
@@ -101,7 +105,29 @@ def add_processes(p: argparse.ArgumentParser, help: str) -> None:
 
 
 def add_metric(p: argparse.ArgumentParser) -> None:
-    """``--metric {time,instructions}``: seconds, or instructions per call (deterministic)."""
+    """``--metric {time,instructions}``: seconds, or instructions per call (deterministic);
+    ``--max-calls N``: the most calls an instruction count makes per run."""
     p.add_argument("--metric", default="time", choices=["time", "instructions"],
                    help="time (default), or instructions per call: the PMU where one is "
-                   "exposed, else valgrind (simulated); does not move with the host's speed")
+                   "exposed, else valgrind (simulated, about 70x slower than the code "
+                   "natively, plus a few seconds of start-up; a long count says its "
+                   "expected cost first, on stderr); does not move with the host's speed")
+    p.add_argument("--max-calls", type=int, default=None, metavar="N",
+                   help="with --metric instructions: count at most N calls per run "
+                   "(default: calls for about 20 ms natively, at least 10)")
+
+
+def count_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The options of an instruction count from ``--max-calls``, with a notice that writes
+    the expected cost of a long count to stderr; ValueError for ``--max-calls`` without
+    ``--metric instructions``."""
+    if args.metric != "instructions":
+        if args.max_calls is not None:
+            raise ValueError("--max-calls bounds an instruction count: add --metric "
+                             "instructions, or leave --max-calls out")
+        return {}
+    return {"max_calls": args.max_calls, "notice": _to_stderr}
+
+
+def _to_stderr(line: str) -> None:
+    print(printable(f"note: {line}"), file=sys.stderr, flush=True)

@@ -23,8 +23,8 @@ __all__ = ["cmd_suite"]
 
 _RUN_KEYS = ("variants", "inputs", "baseline", "eval_data", "metric", "batch_sizes", "allow",
              "variant_inputs", "threads", "rounds", "duration_s", "warmup", "max_time_s",
-             "memory", "energy", "watts_per_core", "analyze", "score", "score_name", "seed",
-             "settle_calls", "blocks")
+             "memory", "energy", "watts_per_core", "analyze", "score", "score_name", "delta_unit",
+             "seed", "settle_calls", "blocks")
 
 
 def _spec(args: argparse.Namespace) -> dict[str, Any]:

@@ -9,6 +9,7 @@ import argparse
 from ..report.text import instruction_count_lines, measurement_lines
 from ..results import save
 from ..timing import timeit
+from .options import count_options
 from .output import out
 
 __all__ = ["cmd_timeit"]
@@ -17,8 +18,10 @@ __all__ = ["cmd_timeit"]
 def cmd_timeit(args: argparse.Namespace) -> int:
     stmt = "\n".join(args.stmt) or "pass"
     setup = "\n".join(args.setup) or "pass"
+    counting = count_options(args)
     if args.metric == "instructions":
-        count = timeit(stmt, setup=setup, metric="instructions", processes=args.processes)
+        count = timeit(stmt, setup=setup, metric="instructions", processes=args.processes,
+                       **counting)
         out(instruction_count_lines(count))
         _save(count, args.output)
         return 0

@@ -12,6 +12,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Iterable, Union
 
+from ..report.lines import TextLines, brief_repr
 from .records import Comparison, InstructionComparison
 from ..counters import CountComparison
 from ..stats import SampleComparison
@@ -70,7 +71,7 @@ class GateCheck:
 
 
 @dataclass(frozen=True)
-class GateResult:
+class GateResult(TextLines):
     """What the gate decided over every candidate.
 
     Attributes
@@ -110,6 +111,10 @@ class GateResult:
         if self.undecided and self.strict:
             return EXIT_UNDECIDED
         return EXIT_OK
+
+    def __repr__(self) -> str:
+        return brief_repr(self, f"{self.status}: {len(self.failed)} failed of "
+                                f"{len(self.checks)} checks, threshold {self.threshold_pct:g}%")
 
     def lines(self) -> list[str]:
         """What a person must read: one line naming the failures, one naming what could not

@@ -2,19 +2,21 @@
 per round, two alternating and more in a fresh random order each round, so that drifts of
 the machine reach all alike and no variant has a fixed predecessor) or in worker
 processes (interleaved workers of their own, or side by side in each), and on instruction
-counts. Judging is :mod:`.judging`'s; targets and workers are fastbench.timing's.
+counts; a variant is a statement or a call, its arguments bound as ``measure`` binds them.
+Judging is :mod:`.judging`'s; targets and workers are fastbench.timing's.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Literal, Mapping, overload
+from functools import partial
+from typing import Any, Callable, Literal, Mapping, Sequence, Tuple, Union, overload
 
 from .._checks import check_choice, check_int
 from ..counters import InstructionCount
 from ..counters import count_instructions, count_statement_instructions
 from ..measurement import Measurement
 from ..timing import Target, callable_target, run_config, statement_target
-from ..timing.callables import METRICS, instruction_runs
+from ..timing.callables import METRICS, check_instruction_options, instruction_runs
 from ..timing.config import MAX_COUNT, MAX_PROCESSES
 from ..timing.sampling import order_design, run_rounds
 from ..timing.workers import (callable_job, rounds_job, run_interleaved, run_together,
@@ -22,48 +24,104 @@ from ..timing.workers import (callable_job, rounds_job, run_interleaved, run_tog
 from .judging import _check_judgement, _with_rounds_hint, judge, judge_runs
 from .records import Comparison, InstructionComparison, compare_instruction_counts
 
-__all__ = ["PAIRINGS", "compare"]
+__all__ = ["PAIRINGS", "Variant", "compare"]
 
 # How compare(..., processes=N) pairs the variants: workers of their own, or side by side in
 # every worker.
 PAIRINGS = ("workers", "rounds")
 
+# What compare() takes as a variant: a statement string, a callable (a functools.partial
+# included), or a call with its arguments, (fn, args) or (fn, args, kwargs), as measure(fn,
+# *args, **kwargs) binds them.
+Variant = Union[str, Callable[..., Any], Tuple[Callable[..., Any], Sequence[Any]],
+                Tuple[Callable[..., Any], Sequence[Any], Mapping[str, Any]]]
+# A variant after _call(): its statement, or its function and the arguments bound.
+_Call = Union[str, Tuple[Callable[..., Any], Tuple[Any, ...], dict[str, Any]]]
 
-def _target(name: str, variant: Any, clock: str, setup: str,
-            glob: dict[str, Any]) -> Target:
+
+def _call(name: str, variant: object) -> _Call:
+    """The statement of ``variant``, or its function with its positional and keyword
+    arguments: a tuple ``(fn, args[, kwargs])`` split, a ``functools.partial`` unwrapped
+    (so the worker processes get an importable function, and the native loop calls ``fn``
+    itself), a plain callable with none.
+
+    Raises
+    ------
+    TypeError
+        A tuple that is not ``(fn, args)`` or ``(fn, args, kwargs)`` with a callable
+        ``fn``, a tuple or list ``args`` and a mapping of str ``kwargs``; anything else that
+        is neither a str nor callable.
+    """
     if isinstance(variant, str):
-        return statement_target(variant, setup, glob, clock, name=name)
-    return callable_target(variant, (), {}, clock, name=name)
+        return variant
+    if type(variant) is partial:  # a subclass may change what a call does: called as it is
+        return variant.func, tuple(variant.args), dict(variant.keywords)
+    if isinstance(variant, tuple):
+        form = "(fn, args) or (fn, args, kwargs)"
+        if len(variant) not in (2, 3):
+            raise TypeError(f"variant {name!r} is a tuple of {len(variant)} items; a call with "
+                            f"arguments is {form}, e.g. (sum, (range(100),))")
+        fn, args, *rest = variant
+        kwargs = rest[0] if rest else None
+        if not callable(fn):
+            raise TypeError(f"variant {name!r}: the first item of {form} must be callable, "
+                            f"got {type(fn).__name__}")
+        if not isinstance(args, (tuple, list)):
+            raise TypeError(f"variant {name!r}: args, the second item of {form}, must be a "
+                            f"tuple or list of positional arguments, got "
+                            f"{type(args).__name__} (one argument x is written (x,))")
+        if kwargs is None:
+            kwargs = {}
+        if not isinstance(kwargs, Mapping) or not all(isinstance(k, str) for k in kwargs):
+            raise TypeError(f"variant {name!r}: kwargs, the third item of {form}, must be a "
+                            f"dict of str to value, got {type(kwargs).__name__}")
+        return fn, tuple(args), dict(kwargs)
+    if callable(variant):
+        return variant, (), {}
+    raise TypeError(f"variant {name!r} must be a statement string, a callable, or a call "
+                    "with arguments ((fn, args), (fn, args, kwargs) or a functools.partial), "
+                    f"got {type(variant).__name__}")
+
+
+def _target(name: str, call: _Call, clock: str, setup: str,
+            glob: dict[str, Any]) -> Target:
+    if isinstance(call, str):
+        return statement_target(call, setup, glob, clock, name=name)
+    fn, args, kwargs = call
+    return callable_target(fn, args, kwargs, clock, name=name)
 
 
 @overload
-def compare(variants: Mapping[str, Callable[[], Any] | str], *,
+def compare(variants: Mapping[str, Variant], *,
             metric: Literal["instructions"], tolerance: float = ..., baseline: str | None = ...,
             rounds: int = ..., warmup: int = ..., min_time_s: float = ...,
-            loops: int | None = ..., clock: str = ..., disable_gc: bool = ...,
+            duration_s: float | None = ..., loops: int | None = ..., clock: str = ...,
+            disable_gc: bool = ...,
             max_time_s: float | None = ..., alpha: float = ..., min_effect: float = ...,
             correction: str = ..., setup: str = ...,
             globals: dict[str, Any] | None = ...,  # noqa: A002
             processes: int | None = ...,
             worker_timeout_s: float | None = ...,
-            pairing: str = ...) -> InstructionComparison: ...
+            pairing: str = ..., max_calls: int | None = ...,
+            notice: Callable[[str], None] | None = ...) -> InstructionComparison: ...
 
 
 @overload
-def compare(variants: Mapping[str, Callable[[], Any] | str], *,
+def compare(variants: Mapping[str, Variant], *,
             metric: Literal["time"] = ..., tolerance: float = ..., baseline: str | None = ...,
             rounds: int = ..., warmup: int = ..., min_time_s: float = ...,
-            loops: int | None = ..., clock: str = ..., disable_gc: bool = ...,
+            duration_s: float | None = ..., loops: int | None = ..., clock: str = ...,
+            disable_gc: bool = ...,
             max_time_s: float | None = ..., alpha: float = ..., min_effect: float = ...,
             correction: str = ..., setup: str = ...,
             globals: dict[str, Any] | None = ...,  # noqa: A002
             processes: int | None = ...,
             worker_timeout_s: float | None = ...,
-            pairing: str = ...) -> Comparison: ...
+            pairing: str = ..., max_calls: None = ..., notice: None = ...) -> Comparison: ...
 
 
 def compare(
-    variants: Mapping[str, Callable[[], Any] | str],
+    variants: Mapping[str, Variant],
     *,
     metric: str = "time",
     tolerance: float = 0.005,
@@ -71,6 +129,7 @@ def compare(
     rounds: int = 100,
     warmup: int = 1,
     min_time_s: float = 0.001,
+    duration_s: float | None = None,
     loops: int | None = None,
     clock: str = "auto",
     disable_gc: bool = True,
@@ -83,6 +142,8 @@ def compare(
     processes: int | None = None,
     worker_timeout_s: float | None = 600.0,
     pairing: str = "workers",
+    max_calls: int | None = None,
+    notice: Callable[[str], None] | None = None,
 ) -> Comparison | InstructionComparison:
     """Measure variants interleaved and judge each candidate against the baseline.
 
@@ -100,15 +161,25 @@ def compare(
 
     Parameters
     ----------
-    variants : mapping of str to callable or str
-        Zero-argument callables (use ``functools.partial`` or a lambda to bind arguments)
-        or statement strings (compiled as by :func:`fastbench.timeit`, with ``setup`` and
-        ``globals``).
+    variants : mapping of str to callable, call with arguments, or str
+        Each variant is a callable timed as ``fn()``; a call with its arguments bound once,
+        as :func:`fastbench.measure` binds ``fn(*args, **kwargs)``: a tuple ``(fn, args)``
+        or ``(fn, args, kwargs)``, or a ``functools.partial`` (unwrapped into the same);
+        or a statement string (compiled as by :func:`fastbench.timeit`, with ``setup`` and
+        ``globals``). With ``processes``, ``fn`` must be importable and the arguments
+        picklable (or :func:`fastbench.importable` names); ``metric="instructions"``
+        takes positional arguments only.
     baseline : str, optional
         Which variant the others are compared with; by default the first (as in pyperf,
         and as ``baseline_time / optimized_time`` reads).
     rounds : int
-        Rounds, hence samples per variant (at least 6 are needed for a verdict).
+        Minimum rounds, hence samples per variant (at least 6 are needed for a verdict);
+        as ``repeat`` in :func:`fastbench.measure`.
+    duration_s : float or None
+        Minimum wall time of the rounds in seconds, as in :func:`fastbench.measure`: after
+        ``rounds`` rounds, rounds go on until this much time has passed (``stop_reason ==
+        "duration_s"``), within ``max_time_s``. None (default) stops at ``rounds``. With
+        ``processes``, each worker's samples (or rounds) last at least this long.
     max_time_s : float, optional
         Budget in seconds for the rounds; when spent, the rounds completed so far are
         judged (``stop_reason == "max_time_s"``). Each variant's warmup stops at it too
@@ -156,6 +227,10 @@ def compare(
         counts overlap is "cannot tell" (:func:`fastbench.counters.compare_counts`).
     tolerance : float
         With ``metric="instructions"``: the relative change that counts as a difference.
+    max_calls, notice
+        With ``metric="instructions"``: the most calls counted per run, and a callable told
+        the expected cost before a long simulated count (``print`` shows it); see
+        :func:`fastbench.counters.count_instructions`.
 
     Returns
     -------
@@ -164,8 +239,9 @@ def compare(
     Raises
     ------
     TypeError
-        A variant is neither callable nor a string, or a setting has the wrong type (a
-        non-int ``rounds``, a non-number ``alpha``).
+        A variant is neither callable nor a string nor a call with arguments, a tuple
+        that is not ``(fn, args)`` or ``(fn, args, kwargs)``, or a setting has the wrong
+        type (a non-int ``rounds``, a non-number ``alpha``).
     ValueError
         Fewer than two variants, an unknown baseline, or a setting out of range.
     """
@@ -182,24 +258,26 @@ def compare(
     if baseline not in variants:
         raise ValueError(f"baseline {baseline!r} is not among the variants ({', '.join(names)}); "
                          "pass baseline=<name>")
-    for name, variant in variants.items():  # every path below takes these two kinds only
-        if not (isinstance(variant, str) or callable(variant)):
-            raise TypeError(f"variant {name!r} must be a callable or a statement string, "
-                            f"got {type(variant).__name__}")
+    # Every path below takes a statement or a function with its arguments.
+    calls = {name: _call(name, variant) for name, variant in variants.items()}
     check_choice("metric", metric, METRICS)
     if metric == "instructions":
-        return _compare_instructions(variants, baseline, setup, globals, tolerance, processes)
+        return _compare_instructions(calls, baseline, setup, globals, tolerance, processes,
+                                     max_calls, notice)
+    check_instruction_options(metric, max_calls, notice)
     check_int("rounds", rounds, 1, say_positive=False, maximum=MAX_COUNT)
     _check_judgement(alpha, min_effect, correction)  # before anything is measured
-    cfg = run_config(warmup, min_time_s, rounds, loops, clock, disable_gc, max_time_s)
+    cfg = run_config(warmup, min_time_s, rounds, loops, clock, disable_gc, max_time_s,
+                     duration_s=duration_s)
     check_choice("pairing", pairing, PAIRINGS)
     if processes is not None:
         settings = dict(warmup=warmup, min_time_s=min_time_s, repeat=rounds, loops=loops,
-                        clock=clock, disable_gc=disable_gc, max_time_s=max_time_s)
-        return _compare_in_workers(variants, baseline, processes, worker_timeout_s, pairing,
+                        clock=clock, disable_gc=disable_gc, max_time_s=max_time_s,
+                        duration_s=duration_s)
+        return _compare_in_workers(calls, baseline, processes, worker_timeout_s, pairing,
                                    settings, setup, globals, alpha, min_effect, correction)
     glob = {} if globals is None else globals
-    targets = {n: _target(n, variants[n], cfg.clock, setup, glob) for n in names}
+    targets = {n: _target(n, calls[n], cfg.clock, setup, glob) for n in names}
     samples, measurements, stop = run_rounds(targets, cfg)
     return Comparison(
         baseline=baseline,
@@ -213,32 +291,43 @@ def compare(
     )
 
 
-def _compare_instructions(variants: Mapping[str, Callable[[], Any] | str], baseline: str,
+def _compare_instructions(variants: Mapping[str, _Call], baseline: str,
                           setup: str, glob: dict[str, Any] | None,
-                          tolerance: float, processes: object) -> InstructionComparison:
+                          tolerance: float, processes: object, max_calls: int | None,
+                          notice: Callable[[str], None] | None) -> InstructionComparison:
     """compare() on instruction counts, one variant after the other; ``processes`` heap
     layouts each."""
     runs = instruction_runs(processes)
     if glob:
         raise ValueError("metric='instructions' counts statements in a fresh process, which "
                          "gets no globals: import what the statement needs in setup")
+    for name, variant in variants.items():
+        if not isinstance(variant, str) and variant[2]:
+            raise TypeError(f"variant {name!r}: metric='instructions' passes positional "
+                            "arguments only (the call is rebuilt in a fresh process); got "
+                            f"keyword arguments {sorted(variant[2])}")
     counts: dict[str, InstructionCount] = {}
     calls: int | None = None  # the baseline's choice, then the same for every variant
+    bound = max_calls
     for name in [baseline, *(n for n in variants if n != baseline)]:
         variant = variants[name]
         if isinstance(variant, str):
-            counts[name] = count_statement_instructions(variant, setup, calls=calls, runs=runs,
-                                                        name=name)
+            counts[name] = count_statement_instructions(
+                variant, setup, calls=calls, runs=runs, name=name, max_calls=bound,
+                notice=notice)
         else:
-            counts[name] = count_instructions(variant, calls=calls, runs=runs, name=name)
+            fn, args, _ = variant
+            counts[name] = count_instructions(fn, *args, calls=calls, runs=runs, name=name,
+                                              max_calls=bound, notice=notice)
         calls = counts[baseline].calls
+        bound = None  # the baseline's calls are within it
     others = {n: c for n, c in counts.items() if n != baseline}
     return compare_instruction_counts(counts[baseline], others, baseline_name=baseline,
                                       tolerance=tolerance)
 
 
 def _compare_in_workers(
-    variants: Mapping[str, Callable[[], Any] | str],
+    variants: Mapping[str, _Call],
     baseline: str,
     processes: object,
     timeout_s: float | None,
@@ -254,15 +343,16 @@ def _compare_in_workers(
     their own, or all side by side in every worker (``pairing``)."""
     count = check_int("processes", processes, 1, say_positive=False,
                       maximum=MAX_PROCESSES)
-    # A worker of its own runs measure()/timeit(), which also take duration_s; side by side,
-    # the variants take the rounds' settings as they are.
-    options = None if pairing == "rounds" else {**settings, "duration_s": None}
+    # A worker of its own runs measure()/timeit() with these settings; side by side, the
+    # variants take the rounds' settings as they are.
+    options = None if pairing == "rounds" else settings
     jobs = {}
     for name, variant in variants.items():
         if isinstance(variant, str):
             jobs[name] = statement_job(variant, setup, glob, options=options, name=name)
         else:
-            jobs[name] = callable_job(variant, (), {}, options=options, name=name)
+            fn, args, kwargs = variant
+            jobs[name] = callable_job(fn, args, kwargs, options=options, name=name)
     if pairing == "rounds":
         runs = run_together(rounds_job(jobs, options=settings), count, timeout_s=timeout_s)
     else:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from ..report.lines import brief_repr
 from ..counters import CountComparison, InstructionCount, compare_counts
 from ..measurement import Measurement
 from ..stats import SampleComparison
@@ -37,7 +38,8 @@ class Comparison:
     rounds : int
         Rounds completed (samples per variant when paired).
     stop_reason : str
-        "rounds" (all requested rounds ran), "max_time_s" (the budget ended them),
+        "rounds" (all requested rounds ran), "duration_s" (rounds went on past
+        ``rounds`` until ``duration_s`` had passed), "max_time_s" (the budget ended them),
         "processes" (variants measured in interleaved worker processes; ``rounds`` counts
         the processes per variant), "processes-rounds" (all variants side by side in each
         of ``rounds`` worker processes), "versions" (versions of the code, ``rounds``
@@ -107,6 +109,11 @@ class Comparison:
         except KeyError as exc:
             raise ValueError(f"Comparison data lacks {exc}") from None
 
+    def __repr__(self) -> str:
+        said = ", ".join(f"{name!r} {r.verdict} ({r.speedup:.3g}x)"
+                         for name, r in self.results.items())
+        return brief_repr(self, f"baseline {self.baseline!r}: {said or 'no candidate'}")
+
     def __str__(self) -> str:
         from ..report.text import comparison_lines
 
@@ -172,6 +179,12 @@ class InstructionComparison:
             )
         except KeyError as exc:
             raise ValueError(f"InstructionComparison data lacks {exc}") from None
+
+    def __repr__(self) -> str:
+        said = ", ".join(f"{name!r} {r.verdict} ({r.rel_diff_pct:+.2f}%)"
+                         for name, r in self.results.items())
+        return brief_repr(self, f"instructions, baseline {self.baseline!r}: "
+                                f"{said or 'no candidate'}")
 
     def __str__(self) -> str:
         from ..report.text import instruction_comparison_lines

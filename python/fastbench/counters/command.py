@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 from .. import _core
+from ..report.lines import TextLines, brief_repr
 from ..stats import summarize
 from .events import CounterResult, CountersUnavailable, EventCount, check_events
 
@@ -61,7 +62,7 @@ class EventStat:
 
 
 @dataclass(frozen=True)
-class StatResult:
+class StatResult(TextLines):
     """``fastbench stat``'s figures for one command over ``repeat`` runs."""
 
     command: tuple[str, ...]
@@ -122,6 +123,11 @@ class StatResult:
             read_path=str(data.get("read_path", "read")),
             simulated=data.get("simulated"),
         )
+
+    def __repr__(self) -> str:
+        events = f"{len(self.events)} events" + (f", {len(self.unavailable)} unavailable"
+                                                 if self.unavailable else "")
+        return brief_repr(self, f"{shlex.join(self.command)!r}: {events}, {self.repeat} runs")
 
     def lines(self) -> list[str]:
         """The report, laid out like ``perf stat``'s: value ± CI half-width, event, notes."""

@@ -18,7 +18,9 @@ from typing import Any, Callable, Mapping, Sequence
 
 from .. import _core
 from .._checks import check_choice, check_fraction, check_int, check_seconds
+from ..report.lines import brief_repr
 from ..stats.robust import median_mad
+from ..units import format_ns
 from .events import CountersUnavailable
 from .samples import count_samples
 from .simulation import SimulatedCounts, SimulationTimeout, SimulationUnavailable, simulate
@@ -26,8 +28,9 @@ from .simulation.runner import valgrind_path
 from .simulation.simulation import simulate_statement
 from .simulation.target import callable_spec, layout_pad, statement_loop, statement_source
 
-__all__ = ["CYCLE_WEIGHTS", "SOURCES", "VERDICTS", "CountComparison", "InstructionCount",
-           "compare_counts", "count_instructions", "count_statement_instructions"]
+__all__ = ["CYCLE_WEIGHTS", "LONG_COUNT_S", "SOURCES", "VALGRIND_SLOWDOWN", "VALGRIND_STARTUP_S",
+           "VERDICTS", "CountComparison", "InstructionCount", "compare_counts",
+           "count_instructions", "count_statement_instructions", "estimate_count_s"]
 
 SOURCES = ("pmu", "simulated")
 _SOURCE_CHOICES = ("auto", *SOURCES)
@@ -44,6 +47,20 @@ _PICK_BATCH_NS = 1e6
 # PMU: counted samples per run (after one uncounted warm-up sample); the median is kept.
 _PMU_SAMPLES = 11
 _PMU_EVENTS = ("instructions", "cycles")
+
+# What a simulated count costs, for the estimate said before a long one (estimate_count_s):
+# per run, valgrind's start-up (two interpreters under cachegrind side by side, one with the
+# calls and one without) plus the calls' native time times valgrind's slowdown. Measured with
+# `python benchmarks/valgrind_cost.py --repeats 2` (valgrind 3.19 cachegrind, CPython 3.11,
+# a quiet 2-vCPU VM; one run per count, the median of 2 per point; slowdown = the extra wall
+# time of many calls over their native time): loop100 (a pure Python loop) 71x, sorted150
+# 85x, sum(range(200000)) 46x, sorted() of 20000 ints 41x; start-up 2.7-3.1 s. The median
+# slowdown (58x) is the estimate; a count's true cost may lie from about 0.7 to 1.5 times
+# its share of it.
+VALGRIND_SLOWDOWN = 60.0
+VALGRIND_STARTUP_S = 3.0
+# A simulated count expected to take at least this long is announced (``notice``) first.
+LONG_COUNT_S = 10.0
 
 # Cycle estimate from cachegrind's events, with the weights of KCachegrind's "CEst"
 # (its GlobalConfig::knownFormula: CEst = Ir + 10 Bm + 10 L1m + 100 LLm, where
@@ -162,6 +179,10 @@ class InstructionCount:
             notes=tuple(r.texts("notes", default=())),
         )
 
+    def __repr__(self) -> str:
+        return brief_repr(self, f"{self.name!r}: {self.per_call:,.6g} instructions per call "
+                                f"({self.label})")
+
     def __str__(self) -> str:
         return f"{self.per_call:,.0f} instructions/call ({self.label})"
 
@@ -228,6 +249,9 @@ class CountComparison:
             warnings=tuple(r.texts("warnings", default=())),
         )
 
+    def __repr__(self) -> str:
+        return brief_repr(self, f"{self.verdict}, {self.rel_diff_pct:+.2f}% ({self.speedup:.4g}x)")
+
     def __str__(self) -> str:
         return (f"candidate {self.rel_diff_pct:+.3g}% instructions/call against the baseline "
                 f"({self.verdict}, tolerance ±{100 * self.tolerance:.3g}%, "
@@ -246,6 +270,8 @@ def count_instructions(
     source: str = "auto",
     timeout_s: float = 600.0,
     name: str | None = None,
+    max_calls: int | None = None,
+    notice: Callable[[str], None] | None = None,
 ) -> InstructionCount:
     """Count the user-space instructions of one call of ``fn(*args)``.
 
@@ -286,7 +312,9 @@ def count_instructions(
     calls : int, optional
         Calls per measurement (>= 1). None: enough calls for about 20 ms natively, found
         by timing batches of 1, 10, 100, ... calls in this process until one lasts 1 ms,
-        clamped to [10, 10000]; so ``fn`` runs here first, also for the simulated source.
+        clamped to [10, 10000] and to ``max_calls``; so ``fn`` runs here first, also for the
+        simulated source (given ``calls`` and a ``notice``, a simulated count times one call
+        here for the estimate of its cost; a call that raises then gives no estimate).
     runs : int
         Whole measurements (>= 1), each in its own heap layout: run 0 in the heap as the
         process left it, run i after layout pad i; ``per_call`` is the median. 5 lets
@@ -298,6 +326,15 @@ def count_instructions(
         Wall-time limit in seconds for the simulated runs, all together.
     name : str, optional
         Label for reports; default the qualified name of ``fn``.
+    max_calls : int, optional
+        The most calls counted per measurement (>= 1): bounds the calls picked with
+        ``calls=None`` (a call of 100 ms is otherwise counted 10 times, about 70 s under
+        valgrind); a ``calls`` above it is a ValueError.
+    notice : callable, optional
+        Called with one line before a simulated count expected to take
+        :data:`LONG_COUNT_S` (10 s) or more: the expected wall time
+        (:func:`estimate_count_s`), how it is made up, and ``max_calls`` to make it shorter.
+        ``print`` shows it; the command line writes it to stderr. The library never prints.
 
     Returns
     -------
@@ -319,10 +356,11 @@ def count_instructions(
         ``fn`` is not callable, or (simulated) cannot be imported by name or has
         unpicklable arguments; a bad type for another argument.
     ValueError
-        ``calls`` or ``runs`` < 1, an unknown ``source``, ``timeout_s`` <= 0.
+        ``calls``, ``runs`` or ``max_calls`` < 1, ``calls`` > ``max_calls``, an unknown
+        ``source``, ``timeout_s`` <= 0.
     Exception
-        Whatever ``fn`` raises when it runs in this process (picking ``calls``, or the
-        PMU).
+        Whatever ``fn`` raises when it runs in this process (picking ``calls``, the
+        estimate, or the PMU).
     """
     if not callable(fn):
         hint = (" (for a statement string use count_statement_instructions)"
@@ -330,14 +368,17 @@ def count_instructions(
         raise TypeError(f"fn must be callable, got {type(fn).__name__}{hint}")
     label = _check_name(name) or _qualname(fn)
     n_calls, n_runs, chosen, timeout = _check_common(calls, runs, source, timeout_s)
+    bound = _check_bound(max_calls, n_calls)
+    tell = _check_notice(notice)
     started = time.perf_counter()
     resolved, reason = _resolve_source(chosen)
     if resolved == "simulated":
         callable_spec(fn)  # TypeError for a lambda or a closure before fn runs here
     clock = _core.auto_clock()[0]
     sampler = _core.Sampler.calls(fn, args, {}, clock)
-    if n_calls is None:
-        n_calls = _pick_calls(lambda k: float(sampler.run(k, 1).sample_ns[0]))
+    n_calls, per_call_ns = _choose_calls(
+        n_calls, bound, lambda k: float(sampler.run(k, 1).sample_ns[0]),
+        timed=resolved == "simulated" and tell is not None)
     if resolved == "pmu":
         empty = _core.Sampler.empty(clock)
         loops = n_calls
@@ -345,6 +386,7 @@ def count_instructions(
                           n_calls, n_runs, started, reason,
                           "net of an empty sample of the native loop; the call itself "
                           "(vectorcall) is counted")
+    _announce(tell, label, per_call_ns, n_calls, n_runs)
     count_calls = n_calls
     return _count_simulated(
         label, lambda t, layout: simulate(fn, *args, calls=count_calls, tool="cachegrind",
@@ -362,6 +404,8 @@ def count_statement_instructions(
     source: str = "auto",
     timeout_s: float = 600.0,
     name: str | None = None,
+    max_calls: int | None = None,
+    notice: Callable[[str], None] | None = None,
 ) -> InstructionCount:
     """Count the user-space instructions of one execution of a statement string.
 
@@ -384,6 +428,10 @@ def count_statement_instructions(
         Run once before the loop, in every run (and in the empty one).
     calls : int, optional
         Executions per measurement (>= 1); None picks them as count_instructions does.
+    max_calls : int, optional
+        The most executions counted per measurement, as in count_instructions.
+    notice : callable, optional
+        Told the expected cost before a long simulated count, as in count_instructions.
     runs : int
         Whole measurements (>= 1), each in its own heap layout (the pad is made before the
         setup); ``per_call`` is the median.
@@ -415,7 +463,8 @@ def count_statement_instructions(
     TypeError
         ``stmt`` or ``setup`` is not a str; a bad type for another argument.
     ValueError
-        ``calls`` or ``runs`` < 1, an unknown ``source``, ``timeout_s`` <= 0.
+        ``calls``, ``runs`` or ``max_calls`` < 1, ``calls`` > ``max_calls``, an unknown
+        ``source``, ``timeout_s`` <= 0.
     Exception
         Whatever the statement raises when it runs in this process (picking ``calls``,
         or the PMU), with its own message.
@@ -423,22 +472,25 @@ def count_statement_instructions(
     source_text = statement_source(stmt, setup)
     label = _check_name(name) or stmt
     n_calls, n_runs, chosen, timeout = _check_common(calls, runs, source, timeout_s)
+    bound = _check_bound(max_calls, n_calls)
+    tell = _check_notice(notice)
     started = time.perf_counter()
     resolved, reason = _resolve_source(chosen)
     inner = statement_loop(source_text)
-    if n_calls is None:
-        clock = _core.auto_clock()[0]
+    clock = _core.auto_clock()[0]
 
-        def batch_ns(k: int) -> float:
-            return _time_ns(clock, inner, k) - _time_ns(clock, inner, 0)
+    def batch_ns(k: int) -> float:
+        return _time_ns(clock, inner, k) - _time_ns(clock, inner, 0)
 
-        n_calls = _pick_calls(batch_ns)
+    n_calls, per_call_ns = _choose_calls(n_calls, bound, batch_ns,
+                                         timed=resolved == "simulated" and tell is not None)
     if resolved == "pmu":
         loops = n_calls
         return _count_pmu(label, lambda: inner(loops), lambda: inner(0), n_calls, n_runs,
                           started, reason,
                           "net of the same loop with no iteration (the setup cancels); each "
                           "iteration's for step is counted with the statement")
+    _announce(tell, label, per_call_ns, n_calls, n_runs)
     count_calls = n_calls
     return _count_simulated(
         label, lambda t, layout: simulate_statement(stmt, setup, calls=count_calls,
@@ -616,16 +668,116 @@ def _pick_calls(batch_ns: Callable[[int], float]) -> int:
     """Calls for about ``_TARGET_NS`` natively: batches of 1, 10, 100, ... calls are timed
     until one lasts ``_PICK_BATCH_NS`` (or holds ``_MAX_CALLS``); clamped to
     [``_MIN_CALLS``, ``_MAX_CALLS``]."""
+    return _calls_for(_per_call_ns(batch_ns))
+
+
+def _per_call_ns(batch_ns: Callable[[int], float]) -> float:
+    """Native ns per call from batches of 1, 10, 100, ... calls, timed until one lasts
+    ``_PICK_BATCH_NS`` (or holds ``_MAX_CALLS``); 0.0 when too fast to time."""
     k = 1
     while True:
         elapsed = batch_ns(k)
         if elapsed >= _PICK_BATCH_NS or k >= _MAX_CALLS:
             break
         k = min(k * 10, _MAX_CALLS)
-    per_call = max(elapsed, 0.0) / k
-    if per_call <= 0.0:
+    return max(elapsed, 0.0) / k
+
+
+def _calls_for(per_call_ns: float) -> int:
+    """Calls lasting about ``_TARGET_NS`` natively, in [``_MIN_CALLS``, ``_MAX_CALLS``]."""
+    if per_call_ns <= 0.0:
         return _MAX_CALLS
-    return int(min(max(round(_TARGET_NS / per_call), _MIN_CALLS), _MAX_CALLS))
+    return int(min(max(round(_TARGET_NS / per_call_ns), _MIN_CALLS), _MAX_CALLS))
+
+
+def _check_bound(max_calls: object, calls: int | None) -> int | None:
+    """``max_calls`` checked, and refused below a ``calls`` given."""
+    if max_calls is None:
+        return None
+    bound = check_int("max_calls", max_calls, 1, say_positive=False)
+    if calls is not None and calls > bound:
+        raise ValueError(f"calls={calls} exceeds max_calls={bound}; give one of them, or "
+                         "calls <= max_calls")
+    return bound
+
+
+def _check_notice(notice: object) -> Callable[[str], None] | None:
+    if notice is not None and not callable(notice):
+        raise TypeError(f"notice must be callable (e.g. print) or None, got "
+                        f"{type(notice).__name__}")
+    return notice
+
+
+def _choose_calls(calls: int | None, bound: int | None, batch_ns: Callable[[int], float], *,
+                  timed: bool) -> tuple[int, float | None]:
+    """(calls to count, native ns per call or None): ``calls`` as given, else picked and
+    capped at ``bound``. ``timed``: the native time is wanted (a simulated count's estimate
+    for a notice), so one call is timed when ``calls`` was given; one that raises gives no
+    estimate, and the count under valgrind reports the failure with its traceback."""
+    if calls is not None:
+        if not timed:
+            return calls, None
+        try:
+            return calls, max(batch_ns(1), 0.0)
+        except Exception:  # noqa: BLE001 - the simulated run says what went wrong
+            return calls, None
+    per_call = _per_call_ns(batch_ns)
+    picked = _calls_for(per_call)
+    return (picked if bound is None else min(picked, bound)), per_call
+
+
+def _parallel_runs(runs: int) -> int:
+    """Simulated runs at once: each runs two valgrind processes, so one per two cores."""
+    return min(runs, max(1, (os.cpu_count() or 1) // 2))
+
+
+def estimate_count_s(per_call_ns: float, calls: int, runs: int, parallel: int) -> float:
+    """Expected wall time in seconds of a simulated count: ``ceil(runs / parallel)`` waves
+    of runs, each ``VALGRIND_STARTUP_S + VALGRIND_SLOWDOWN x calls x per_call_ns``.
+
+    Parameters
+    ----------
+    per_call_ns : float
+        Native time of one call in ns (>= 0).
+    calls : int
+        Calls per run.
+    runs : int
+        Runs (heap layouts).
+    parallel : int
+        Runs under way at once (>= 1).
+
+    Returns
+    -------
+    float
+        Seconds; an estimate from :data:`VALGRIND_SLOWDOWN` and
+        :data:`VALGRIND_STARTUP_S`, measured on one machine (benchmarks/valgrind_cost.py).
+    """
+    waves = -(-runs // max(parallel, 1))
+    return waves * (VALGRIND_STARTUP_S + VALGRIND_SLOWDOWN * calls * per_call_ns * 1e-9)
+
+
+def cost_notice(label: str, per_call_ns: float, calls: int, runs: int, parallel: int) -> str:
+    """The line said before a long simulated count: its expected cost and how to cut it."""
+    expected = estimate_count_s(per_call_ns, calls, runs, parallel)
+    waves = -(-runs // max(parallel, 1))
+    made_of = (f"{VALGRIND_STARTUP_S:g} s start-up + {calls} calls x "
+               f"{format_ns(per_call_ns, 3)} x {VALGRIND_SLOWDOWN:g} (valgrind's slowdown)")
+    if waves > 1:
+        made_of = f"({made_of}) x {waves} runs in turn"
+    cut = (f"; max_calls (--max-calls) below {calls} counts fewer calls" if calls > 1 else "")
+    return (f"counting {label} under valgrind: expect about {format_ns(expected * 1e9, 2)}, "
+            f"{made_of}{cut}")
+
+
+def _announce(notice: Callable[[str], None] | None, label: str, per_call_ns: float | None,
+              calls: int, runs: int) -> None:
+    """Tell ``notice`` the expected cost before a simulated count of ``LONG_COUNT_S`` or
+    more."""
+    if notice is None or per_call_ns is None:
+        return
+    parallel = _parallel_runs(runs)
+    if estimate_count_s(per_call_ns, calls, runs, parallel) >= LONG_COUNT_S:
+        notice(cost_notice(label, per_call_ns, calls, runs, parallel))
 
 
 def _count_pmu(label: str, run_sample: Callable[[], object], empty_sample: Callable[[], object],
@@ -696,7 +848,7 @@ def _count_simulated(label: str, measure: Callable[[float, int], SimulatedCounts
         return measure(left, layout)
 
     # Each simulation runs two valgrind processes at once; run more only with cores to spare.
-    workers = min(runs, max(1, (os.cpu_count() or 1) // 2))
+    workers = _parallel_runs(runs)
     if workers > 1:
         with ThreadPoolExecutor(max_workers=workers) as pool:
             results = list(pool.map(one, range(runs)))

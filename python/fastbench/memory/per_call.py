@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 from .._checks import check_int
+from ..report.lines import TextLines, brief_repr
 from ..stats.robust import median_mad
 from ..units import format_bytes
 from .tracker import track
@@ -31,7 +32,7 @@ def _int_tuple(name: str, values: Any) -> tuple[int, ...]:
 
 
 @dataclass(frozen=True)
-class CallMemory:
+class CallMemory(TextLines):
     """The memory of single calls of a callable, each tracked on its own after warmup.
 
     Attributes
@@ -99,6 +100,11 @@ class CallMemory:
     def max_python_peak_bytes(self) -> int | None:
         """Largest Python-heap peak of a tracked call in bytes, or None."""
         return None if self.python_peak_bytes is None else max(self.python_peak_bytes)
+
+    def __repr__(self) -> str:
+        return brief_repr(self, f"{self.calls} calls: peak RSS "
+                                f"{format_bytes(self.median_peak_increase_bytes, sign=True)} "
+                                f"median, {format_bytes(self.max_peak_increase_bytes, sign=True)} max")
 
     def lines(self) -> list[str]:
         """The report lines: RSS peak per call, Python heap peak, CUDA peak."""

@@ -9,7 +9,7 @@ from dataclasses import dataclass, fields
 from typing import Any, Mapping
 
 from .._checks import check_int
-from ..report.lines import TextLines, note_lines
+from ..report.lines import TextLines, brief_repr, note_lines
 from ..report.table import table
 from ..units import format_bytes
 
@@ -169,6 +169,11 @@ class MemoryUsage(TextLines):
         operating system at its worst (memory the allocator already held is reused and not
         counted)."""
         return self.peak_rss_bytes - self.rss_before_bytes
+
+    def __repr__(self) -> str:
+        return brief_repr(self, f"peak RSS {format_bytes(self.peak_rss_bytes)} "
+                                f"({format_bytes(self.peak_increase_bytes, sign=True)}), "
+                                f"{self.method}, {self.elapsed_s:.3g} s")
 
     def lines(self) -> list[str]:
         """A summary line per figure, then the timeline table."""

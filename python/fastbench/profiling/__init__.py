@@ -2,13 +2,16 @@
 ``fastbench.profile`` (:mod:`.entry`), Amdahl's law and the ratio statistics of shares
 (:mod:`.shares`), traces and folded stacks (:mod:`.export`), which items changed between
 two profiles (:mod:`.diff`), and the sampling profiler for any Python code
-(:mod:`.sampler`).
+(:mod:`.sampler`), and ``@profiled``, every call of any function timed and its memory
+tracked (:mod:`.calls`, its result :mod:`.call_profile`).
 
 Framework-free: nothing here imports torch at module level.
 """
 
 from __future__ import annotations
 
+from .call_profile import CallProfile
+from .calls import ProfiledFunction, profiled
 from .diff import ProfileChange, ProfileDiff
 from .diff import diff as diff_profiles
 from .entry import profile
@@ -20,7 +23,8 @@ from .result import (BOUNDS, BYS, FAMILIES, NOT_IN_OP, OUTSIDE, Bottleneck, Bott
                      op_family)
 from .shares import amdahl, ratio_ci
 
-__all__ = ["BOUNDS", "BYS", "Bottleneck", "Bottlenecks", "Cell", "FAMILIES", "NOT_IN_OP",
+__all__ = ["BOUNDS", "BYS", "Bottleneck", "Bottlenecks", "CallProfile", "Cell", "FAMILIES",
+           "NOT_IN_OP", "ProfiledFunction", "profiled",
            "MIN_INTERVAL_S", "OUTSIDE", "Overhead", "Profile", "ProfileChange", "ProfileDiff",
            "ProfileRow", "ProfileRows", "Projection", "SampleProfile", "SampleRow", "SampleRows",
            "Sampler", "TraceEvent", "amdahl", "chrome_trace", "diff_profiles", "folded_stacks",

@@ -18,7 +18,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .._checks import check_choice, check_finite, check_fraction, check_in_range
-from ..report.lines import TextLines, printable
+from ..report.lines import TextLines, brief_repr, printable
 from ..report.table import table
 from ..stats import MIN_SAMPLES, adjust_pvalues
 from ..units import format_ns, format_rel
@@ -193,6 +193,11 @@ class ProfileDiff(TextLines):
     def step(self) -> ProfileChange | None:
         """The whole step's comparison."""
         return next((c for c in self.changes if c.by == "step"), None)
+
+    def __repr__(self) -> str:
+        a, b = self.labels
+        return brief_repr(self, f"{a!r} -> {b!r}: {len(self.flagged)} of {len(self.changes)} "
+                                f"items changed")
 
     def lines(self) -> list[str]:
         a, b = (printable(x) for x in self.labels)  # file names: shown escaped

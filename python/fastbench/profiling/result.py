@@ -16,6 +16,10 @@ step (net of the profiler's own cost). Every table is a sum of cells:
   loading, the optimizer);
 - by ``"family"``: matrix multiplication, convolution, attention, normalization,
   elementwise, data movement, other, and "(not in an op)";
+- data loading: the time a DataLoader spent fetching batches (each fetch's wall time, the
+  ops it ran included: collate, transforms) is one item, ``"data loading"``, by op, op
+  shapes and family; outside any module; in the region the user named around it, else
+  ``"data loading"``;
 - by ``"region"``: the innermost region the user named, else "model forward", "model
   backward" or "outside any module".
 
@@ -33,23 +37,25 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .._checks import check_choice, check_in_range, check_int
-from ..report.lines import TextLines
+from ..report.lines import TextLines, brief_repr
 from ..report.table import table
 from ..stats.samples import median_ci
 from ..stats.summary import mean_ci
 from ..units import format_count, format_ns
 from .shares import amdahl, ratio_ci
 
-__all__ = ["BOUNDS", "BYS", "Bottleneck", "Bottlenecks", "Cell", "FAMILIES", "NOT_IN_OP", "OUTSIDE",
-           "Overhead", "Profile", "ProfileRow", "ProfileRows", "Projection", "TraceEvent",
-           "op_family"]
+__all__ = ["BOUNDS", "BYS", "Bottleneck", "Bottlenecks", "Cell", "DATA_LOADING", "FAMILIES",
+           "NOT_IN_OP", "OUTSIDE", "Overhead", "Profile", "ProfileRow", "ProfileRows",
+           "Projection", "TraceEvent", "op_family"]
 
 BYS = ("op", "op_shapes", "module", "family", "region")
 NOT_IN_OP = "(not in an op)"
+# A DataLoader's fetches of batches: its own op, family and (outside any named one) region.
+DATA_LOADING = "data loading"
 OUTSIDE = "outside any module"
 BOUNDS = ("compute-bound", "memory-bound", "overhead-bound")
 FAMILIES = ("matrix multiplication", "convolution", "attention", "normalization",
-            "elementwise", "data movement", "other", NOT_IN_OP)
+            "elementwise", "data movement", "other", DATA_LOADING, NOT_IN_OP)
 # An op reaching under this fraction of its roof while taking under this long per call is
 # dominated by the cost of calling it (dispatch, Python, framework), not by its arithmetic
 # or its bytes.
@@ -98,6 +104,8 @@ def op_family(op: str) -> str:
     one of :data:`FAMILIES`."""
     if op == NOT_IN_OP or not op:
         return NOT_IN_OP
+    if op == DATA_LOADING:
+        return DATA_LOADING
     name = op.split("::")[-1]
     if name.startswith("aten."):
         name = name[5:]
@@ -125,7 +133,8 @@ class Cell:
     Attributes
     ----------
     op : str
-        "aten::addmm"; :data:`NOT_IN_OP` for the time between ops.
+        "aten::addmm"; :data:`NOT_IN_OP` for the time between ops; :data:`DATA_LOADING`
+        for a DataLoader's fetches (the ops and the time between them inside each).
     shapes : str
         The op's input shapes as text ("(8, 512), (512, 512)"); "" between ops.
     module : str
@@ -361,6 +370,10 @@ class ProfileRows(tuple[ProfileRow, ...], TextLines):
         self.by = by
         return self
 
+    def __repr__(self) -> str:
+        top = f", top {self[0].label} {self[0].share_text()}" if self else ""
+        return brief_repr(self, f"{len(self)} rows by {self.by}{top}")
+
     def lines(self) -> list[str]:
         return _rows_table(self, self.by)
 
@@ -386,6 +399,10 @@ class Bottleneck:
 class Bottlenecks(tuple[Bottleneck, ...], TextLines):
     """Items ranked by what fixing them is worth; printed as a table."""
 
+    def __repr__(self) -> str:
+        top = f", first {self[0].row.label}" if self else ""
+        return brief_repr(self, f"{len(self)} items{top}")
+
     def lines(self) -> list[str]:
         body = []
         for b in self:
@@ -410,6 +427,11 @@ class Projection(TextLines):
     speedup: float
     speedup_ci: tuple[float, float]
     matched_share: float
+
+    def __repr__(self) -> str:
+        return brief_repr(self, f"step {format_ns(self.step_time_s * 1e9)} -> "
+                                f"{format_ns(self.projected_step_time_s * 1e9)}, "
+                                f"{self.speedup:.3g}x")
 
     def lines(self) -> list[str]:
         lo, hi = self.speedup_ci
@@ -553,6 +575,9 @@ class Profile(TextLines):
             t = float(np.mean(c.times))
             rt = self._roof_times(c)
             per_call = t / max(c.calls / max(self.steps, 1), 1e-12)
+            if c.op == DATA_LOADING:   # a dataset's own work: no roof to judge it by
+                uncounted += t
+                continue
             if rt is None:
                 # Time outside ops, or an uncounted op as short as a call's own cost, is
                 # overhead; an uncounted op running far longer is not (a fused kernel with
@@ -590,7 +615,7 @@ class Profile(TextLines):
         steps = max(self.steps, 1)
         calls = sum(c.calls for c in cells) / steps
         if by == "module":   # a module's calls are its ops' calls; count time, not calls
-            calls = sum(c.calls for c in cells if c.op != NOT_IN_OP) / steps
+            calls = sum(c.calls for c in cells if c.op not in (NOT_IN_OP, DATA_LOADING)) / steps
         bound, fraction, roof = self._judge(cells, time_s, calls)
         return ProfileRow(by, name, share, (max(lo, 0.0), min(hi, 1.0)) if not math.isnan(lo)
                           else (lo, hi), time_s, total_s, calls,
@@ -693,6 +718,12 @@ class Profile(TextLines):
                           float(np.sum(matched) / np.sum(self.step_times)))
 
     # -- printing ------------------------------------------------------------------------------
+    def __repr__(self) -> str:
+        name = self.meta.get("name") if isinstance(self.meta, Mapping) else None
+        named = f"{name!r}: " if name else ""
+        return brief_repr(self, f"{named}{self.steps} steps, step "
+                                f"{format_ns(self.step_time_s * 1e9)}, {len(self.cells)} cells")
+
     def lines(self) -> list[str]:
         out = [f"profile: {self.meta.get('name', 'run')}, {self.steps} steps"
                + (f", {self.meta['threads']} threads" if "threads" in self.meta else "")]
@@ -711,7 +742,8 @@ class Profile(TextLines):
                        f" profiled against {format_ns(np.median(self.unprofiled_step_times) * 1e9)}"
                        f" unprofiled ({self.observer_effect:.3f}x{self._observer_words()});"
                        f" net of the cost {self.attributed_ratio:.3f}x of the unprofiled step")
-        ops = sum(c.calls for c in self.cells if c.op != NOT_IN_OP) / max(self.steps, 1)
+        ops = sum(c.calls for c in self.cells
+                  if c.op not in (NOT_IN_OP, DATA_LOADING)) / max(self.steps, 1)
         out.append(f"  {format_count(ops)} ops per step")
         for by, n in (("family", 8), ("module", 10), ("op", 10)):
             out.append("")

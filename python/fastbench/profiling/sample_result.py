@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
 from .._checks import check_bool, check_choice, check_int
-from ..report.lines import TextLines, note_lines
+from ..report.lines import TextLines, brief_repr, note_lines
 from ..report.table import table
 from ..stats.proportion import weighted_wilson_interval, wilson_interval
 from ..units import format_ns, format_rel
@@ -92,6 +92,10 @@ class SampleRows(tuple[SampleRow, ...], TextLines):
         self = super().__new__(cls, tuple(rows))
         self.by = by
         return self
+
+    def __repr__(self) -> str:
+        top = f", top {self[0].name!r} {self[0].share:.1%}" if self else ""
+        return brief_repr(self, f"{len(self)} rows by {self.by}{top}")
 
     def lines(self) -> list[str]:
         return _row_table(self, self.by == "line")
@@ -398,6 +402,10 @@ class SampleProfile(TextLines):
         return profile
 
     # -- text -----------------------------------------------------------------------------
+
+    def __repr__(self) -> str:
+        return brief_repr(self, f"{self.target!r}: {self.samples:,} samples over "
+                                f"{self.wall_s:.3g} s, {len(self.functions)} functions")
 
     def lines(self, n: int = 10) -> list[str]:
         """The report: the run, the sampler's cost, the threads, then the top ``n``

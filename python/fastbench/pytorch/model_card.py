@@ -22,7 +22,7 @@ import torch
 from .._checks import check_bool, check_int
 from ..analysis.model_analysis import MemoryEstimate, ModelAnalysis
 from ..measurement import Measurement
-from ..report.lines import TextLines, note_lines
+from ..report.lines import TextLines, brief_repr, note_lines
 from ..report.table import table
 from ..report.warnings import WarningRecord
 from ..roofline import Placement, Roofline, calibrate
@@ -266,6 +266,11 @@ class ModelCard(TextLines):
         return None if self.placement is None else self.placement.fraction
 
     # -- output -----------------------------------------------------------------------------
+    def __repr__(self) -> str:
+        return brief_repr(self, f"{self.model!r} batch {self.batch_size} on {self.device}: "
+                                f"{format_ns(self.measurement.median_ns)} per call, "
+                                f"{format_count(self.flops, 'FLOPs')}")
+
     def lines(self) -> list[str]:
         a, m = self.analysis, self.measurement
         mode = "train" if self.training_mode else "eval"

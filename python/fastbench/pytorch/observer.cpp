@@ -4,6 +4,11 @@
 // Python runs on the op's path: a callback pair costs a few hundred ns where a Python
 // dispatch mode costs several µs, and the calls an op makes inside itself cost a counter.
 //
+// record_function ranges (USER_SCOPE: a DataLoader's fetch of a batch, an optimizer's step)
+// are recorded too, by their own start and end: torch opens one inside an op
+// (profiler::_record_function_enter_new) and closes it inside another, so they do not nest
+// with the ops and stay off the depth stack.
+//
 // Built on first use against the installed torch (torch.utils.cpp_extension.load, from
 // fastbench.pytorch.observer), so it matches that torch's ABI; compiled with -DNDEBUG as
 // torch is, which RecordFunction's layout depends on.
@@ -40,9 +45,10 @@ inline int64_t now_ns() {
 
 // What a recorded range is: a range outside any op (a composite such as aten::linear, or an
 // op the first step did not meet), an autograd node backward ran, or an op (a range whose
-// name is one of the ops set by set_ops, outside any other op). Ranges inside an op are not
-// recorded, only counted on it: their callbacks' cost lies inside its window.
-enum Kind : int32_t { kRange = 0, kNode = 1, kOp = 2 };
+// name is one of the ops set by set_ops, outside any other op), or a record_function range
+// (kUser, recorded wherever it starts). Other ranges inside an op are not recorded, only
+// counted on it: their callbacks' cost lies inside its window.
+enum Kind : int32_t { kRange = 0, kNode = 1, kOp = 2, kUser = 3 };
 
 struct Event {
   int64_t t0;
@@ -77,6 +83,14 @@ struct State {
 };
 
 State* g_state = nullptr;
+
+// A record_function range's start, kept by RecordFunction until its end callback: such a
+// range does not nest with the ops (see the top of this file), so the depth stack cannot hold
+// it. One allocation a range: a fetch of a batch or an optimizer's step, not an op.
+struct UserRange : at::ObserverContext {
+  int64_t t0 = 0;
+  int32_t key = 0;
+};
 
 inline uint64_t mix(uint64_t h, uint64_t v) {
   return h ^ (v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2));
@@ -187,6 +201,14 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
       std::this_thread::get_id() != s->owner) {
     return nullptr;
   }
+  if (fn.scope() == at::RecordScope::USER_SCOPE) {
+    // Its callbacks run inside the op that opens it: their cost lies in that op's window.
+    if (s->op_depth >= 0) ++s->open[static_cast<size_t>(s->op_depth)].nested;
+    auto range = std::make_unique<UserRange>();
+    range->key = key_of(*s, fn);
+    range->t0 = now_ns();
+    return range;
+  }
   int32_t d = s->depth++;
   if (s->op_depth >= 0) {  // inside an op: counted only
     ++s->open[static_cast<size_t>(s->op_depth)].nested;
@@ -208,13 +230,22 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
   return nullptr;
 }
 
-void on_end(const at::RecordFunction& /*fn*/, at::ObserverContext* /*ctx*/) {
+void on_end(const at::RecordFunction& fn, at::ObserverContext* ctx) {
   int64_t t1 = now_ns();
   State* s = g_state;
   if (s == nullptr || !s->running.load(std::memory_order_acquire) ||
-      std::this_thread::get_id() != s->owner || s->depth == 0) {
+      std::this_thread::get_id() != s->owner) {
     return;
   }
+  if (fn.scope() == at::RecordScope::USER_SCOPE) {
+    // No context: the range started before the observer did, or on another thread.
+    if (ctx == nullptr) return;
+    if (s->op_depth >= 0) ++s->open[static_cast<size_t>(s->op_depth)].nested;
+    const auto* range = static_cast<const UserRange*>(ctx);
+    s->events.push_back(Event{range->t0, t1, range->key, s->depth, kUser, 0});
+    return;
+  }
+  if (s->depth == 0) return;
   int32_t d = --s->depth;
   if (s->op_depth >= 0 && d > s->op_depth) return;  // a range inside an op
   const Open& o = s->open[static_cast<size_t>(d)];
@@ -248,7 +279,8 @@ void observer_start(bool shapes) {
   s.op_depth = -1;
   auto cb = at::RecordFunctionCallback(on_start, on_end)
                 .needsInputs(shapes)
-                .scopes({at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION});
+                .scopes({at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION,
+                         at::RecordScope::USER_SCOPE});
   s.handle = at::addThreadLocalCallback(cb);
   s.running.store(true, std::memory_order_release);
 }

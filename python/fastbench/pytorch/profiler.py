@@ -23,6 +23,12 @@ for the native collector also the callbacks of the calls nested in the op). What
 dispatch collector adds itself (the first FLOP count of each op and shapes) is timed where
 it happens and subtracted too.
 
+Data loading. torch wraps each fetch of a DataLoader's batch in a record_function range
+(:func:`.timeline.is_data_loading`); the native observer records those ranges, and the
+dispatch collector sees the ops that open and close them. A fetch's wall time, the ops it
+runs included (collate, transforms, and with workers the wait for them), is one item, "data
+loading", outside any module: its ops are not the model's families.
+
 Ops run by other threads are not seen: both collectors observe the thread that profiles.
 """
 
@@ -39,8 +45,8 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from ..errors import FastbenchError
-from ..profiling.result import (NOT_IN_OP, OUTSIDE, Cell, Overhead, Profile, TraceEvent,
-                                 op_family)
+from ..profiling.result import (DATA_LOADING, NOT_IN_OP, OUTSIDE, Cell, Overhead, Profile,
+                                 TraceEvent, op_family)
 from . import observer
 from .aten_ops import count_decomposed, count_op
 from .dispatch import Modules, tensors
@@ -49,12 +55,14 @@ from .timeline import COST as _COST
 from .timeline import END as _END
 from .timeline import ENTER as _ENTER
 from .timeline import EXIT as _EXIT
+from .timeline import LOAD_IN as _LOAD_IN
+from .timeline import LOAD_OUT as _LOAD_OUT
 from .timeline import OP as _OP
 from .timeline import REGION_IN as _REGION_IN
 from .timeline import REGION_OUT as _REGION_OUT
 from .timeline import START as _START
 from .timeline import STEP as _STEP
-from .timeline import merge_native, script_of
+from .timeline import is_data_loading, merge_native, script_of
 
 __all__ = ["COLLECTORS", "Profiler", "calibrate_overhead", "profile_run"]
 
@@ -236,8 +244,25 @@ def _unwrap(wrapped: Sequence[tuple[torch.nn.Module, Any]]) -> None:
             module.forward = own
 
 
+def _overloads(packet: str, *names: str) -> frozenset[Any]:
+    """The overloads of ``torch.ops.profiler.<packet>`` so named that this torch has."""
+    ops = getattr(torch.ops.profiler, packet, None)
+    return frozenset(getattr(ops, n) for n in names if ops is not None and hasattr(ops, n))
+
+
+# The ops that open and close a record_function range (torch/autograd/profiler.py's
+# record_function: the first argument of an opening op is the range's name). Ranges are
+# ``with`` blocks, so they close in the reverse order they opened.
+_RANGE_OPEN = _overloads("_record_function_enter_new", "default") | \
+    _overloads("_record_function_enter", "default")
+_RANGE_CLOSE = _overloads("_record_function_exit", "default", "_RecordFunction")
+_RANGE_OPS = _RANGE_OPEN | _RANGE_CLOSE
+
+
 class _Recorder(TorchDispatchMode):  # type: ignore[misc]
-    """Times every op reaching the dispatcher on this thread."""
+    """Times every op reaching the dispatcher on this thread, and marks a DataLoader's
+    fetches (LOAD_IN before the op that opens the fetch's range, LOAD_OUT after the op that
+    closes it)."""
 
     @classmethod
     def _should_skip_dynamo(cls) -> bool:
@@ -253,6 +278,7 @@ class _Recorder(TorchDispatchMode):  # type: ignore[misc]
         self._events = events
         self._infos = infos
         self._regions = regions
+        self._ranges: list[str | None] = []   # the open record_function ranges' fetches
 
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple[Any, ...] = (),
                            kwargs: Mapping[str, Any] | None = None) -> Any:
@@ -267,9 +293,29 @@ class _Recorder(TorchDispatchMode):  # type: ignore[misc]
         if info is None:
             info = self._learn(func, args, kwargs, out, key)
             extra = _clock() - t1
-        self._events.append((_OP, t0, t1, info.index, module, phase,
-                             self._regions[-1] if self._regions else "", extra, 0))
+        op = (_OP, t0, t1, info.index, module, phase,
+              self._regions[-1] if self._regions else "", extra, 0)
+        if func in _RANGE_OPS:
+            self._range(func, args, op)
+        else:
+            self._events.append(op)
         return out
+
+    def _range(self, func: Any, args: tuple[Any, ...], op: tuple[Any, ...]) -> None:
+        """Put an op that opens or closes a record_function range on the timeline, inside
+        the fetch when the range is a DataLoader's."""
+        if func in _RANGE_OPEN:
+            name = args[0] if args and isinstance(args[0], str) else ""
+            fetch = name if is_data_loading(name) else None
+            self._ranges.append(fetch)
+            if fetch is not None:
+                self._events.append((_LOAD_IN, op[1], fetch))
+            self._events.append(op)
+            return
+        self._events.append(op)
+        fetch = self._ranges.pop() if self._ranges else None
+        if fetch is not None:
+            self._events.append((_LOAD_OUT, op[2], fetch))
 
     def _learn(self, func: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any], out: Any,
                key: tuple[Any, ...]) -> _OpInfo:
@@ -308,7 +354,13 @@ class _RegionTimer:
 def _build(events: Sequence[tuple[Any, ...]], table: Sequence[_OpInfo], overhead: Overhead,
            warmup: int) -> tuple[list[Cell], np.ndarray, np.ndarray, list[TraceEvent], int]:
     """Cells, net and gross step times, trace events and the number of ops run outside any
-    step, from a timeline of step marks, module and region events and ops."""
+    step, from a timeline of step marks, module and region events and ops.
+
+    Inside a DataLoader's fetch (between LOAD_IN and LOAD_OUT: marks that cost nothing
+    themselves, the ops at their edges carrying the cost) the ops and the time between them
+    go to one cell, :data:`DATA_LOADING`, outside any module, in the user's innermost region
+    or else a region of that name; its calls count the fetches. A fetch after the last step
+    (the one that ends a ``for`` loop over the DataLoader) is not counted as ops left out."""
     op_in = overhead.per_op_inside_s * 1e9
     hot = overhead.per_op_s * 1e9
     cold = max(overhead.per_op_cold_s, overhead.per_op_s) * 1e9
@@ -329,6 +381,7 @@ def _build(events: Sequence[tuple[Any, ...]], table: Sequence[_OpInfo], overhead
     t_origin = events[0][1] if events else 0
     stack: list[tuple[str, int]] = []
     regions: list[tuple[str, int]] = []
+    fetches: list[int] = []   # the start of each DataLoader fetch open now
     prev_cost = 0.0
     prev_op: tuple[str, str] | None = None
     prev_bytes = 0.0
@@ -345,13 +398,22 @@ def _build(events: Sequence[tuple[Any, ...]], table: Sequence[_OpInfo], overhead
         warmth = min(after_bytes / overhead.cold_bytes, 1.0) if overhead.cold_bytes > 0 else 0.0
         return max(hot + (cold - hot) * warmth - op_in, 0.0) / 2
 
-    def before(e: tuple[Any, ...]) -> float:
-        kind = e[0]
+    def before(i: int) -> float:
+        kind = events[i][0]
         if kind == _OP:
             return half(prev_bytes)
         if kind in (_ENTER, _EXIT):
             return mod_half
+        if kind in (_LOAD_IN, _LOAD_OUT):
+            # A mark that costs nothing; where an op starts with it, the op's cost before
+            # its window falls in this gap.
+            same = i + 1 < n and events[i + 1][1] == events[i][1]
+            return before(i + 1) if same else 0.0
         return reg_half
+
+    def loading(region: str) -> tuple[str, str, str, str, str]:
+        """The cell of time spent in a fetch."""
+        return (DATA_LOADING, "", OUTSIDE, region or DATA_LOADING, "")
 
     def add(key: tuple[str, str, str, str, str], seconds: float, calls: int,
             info: _OpInfo | None) -> None:
@@ -375,7 +437,7 @@ def _build(events: Sequence[tuple[Any, ...]], table: Sequence[_OpInfo], overhead
                 cost[step] += e[2]
             continue
         if counting and t > t_prev:   # the gap before this event
-            gap = max(t - t_prev - prev_cost - before(e) - pending, 0.0) * 1e-9
+            gap = max(t - t_prev - prev_cost - before(i) - pending, 0.0) * 1e-9
             region = regions[-1][0] if regions else ""
             nxt = next_op[i] if kind == _OP else None
             if nxt is not None and nxt[1] == "backward":
@@ -389,7 +451,8 @@ def _build(events: Sequence[tuple[Any, ...]], table: Sequence[_OpInfo], overhead
                 module, phase = stack[-1][0], "forward"
             else:
                 module, phase = OUTSIDE, ""
-            add((NOT_IN_OP, "", module, region, phase), gap, 0, None)
+            add(loading(region) if fetches else (NOT_IN_OP, "", module, region, phase), gap,
+                0, None)
             net[step] += gap
         pending = 0.0
         if kind == _OP:
@@ -398,19 +461,34 @@ def _build(events: Sequence[tuple[Any, ...]], table: Sequence[_OpInfo], overhead
             if counting:
                 inside = op_in + inner   # the calls observed inside the op, too
                 dur = max(t1 - t0 - inside, 0.0) * 1e-9
-                add((info.name, info.shapes, module, region, phase), dur, 1, info)
+                if fetches:
+                    add(loading(region), dur, 0, None)
+                else:
+                    add((info.name, info.shapes, module, region, phase), dur, 1, info)
                 net[step] += dur
                 cost[step] += inside + half(prev_bytes) + half(info.bytes) + extra
                 trace.append(TraceEvent(info.name, "op", t0 - t_origin, t1 - t0, 0,
                                         {"shapes": info.shapes, "module": module,
                                          "phase": phase or "outside",
                                          "flops": info.flops, "bytes": info.bytes}))
-            else:
+            elif not fetches:
                 outside_ops += 1
             prev_op = (module, phase)
             t_prev = t1
             prev_cost = half(info.bytes) + extra
             prev_bytes = info.bytes
+            continue
+        if kind in (_LOAD_IN, _LOAD_OUT):
+            if kind == _LOAD_IN:
+                fetches.append(t)
+            elif fetches:
+                start = fetches.pop()
+                if counting:
+                    add(loading(regions[-1][0] if regions else ""), 0.0, 1, None)
+                    trace.append(TraceEvent(DATA_LOADING, "region", start - t_origin,
+                                            t - start, 0, {"range": e[2]}))
+            if t > t_prev:   # the gap before took the cost left after the last event
+                t_prev, prev_cost = t, 0.0
             continue
         if kind == _ENTER:
             stack.append((e[2], t))
@@ -685,7 +763,7 @@ class Profiler:
                             f"{', '.join(sorted(uncounted)[:5])}"
                             + (", ..." if len(uncounted) > 5 else ""))
         overhead_share = (overhead.per_op_s * sum(c.calls for c in cells
-                                                  if c.op != NOT_IN_OP)
+                                                  if c.op not in (NOT_IN_OP, DATA_LOADING))
                           / max(float(np.sum(net)), 1e-12))
         if overhead_share > 0.5:
             warnings.append(f"the profiler's own cost, subtracted, was {overhead_share:.0%} of "

@@ -31,6 +31,13 @@ hooks' and the dispatch layer's own time there), and that step's stamps are cost
 Replayed events are only as true as the first step was typical: its one-off costs (first
 calls, a collection, a preemption) shift them, by milliseconds in a process's first
 profile.
+
+Data loading. torch wraps each fetch of a DataLoader's batch in a record_function range
+(``enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__``: ``_profile_name`` in
+torch/utils/data/dataloader.py). The observer records such ranges apart from the ops (torch
+opens one inside the op ``profiler::_record_function_enter_new`` and closes it inside
+``profiler::_record_function_exit``); a fetch goes on the timeline as LOAD_IN and LOAD_OUT
+marks, widened to the op windows its ends fall in, so those two ops are part of it.
 """
 
 from __future__ import annotations
@@ -44,18 +51,29 @@ import numpy as np
 
 from ..profiling.result import OUTSIDE
 
-__all__ = ["COST", "END", "ENTER", "EXIT", "OP", "REGION_IN", "REGION_OUT", "START", "STEP",
-           "Script", "merge_native", "script_of"]
+__all__ = ["COST", "END", "ENTER", "EXIT", "LOAD_IN", "LOAD_OUT", "OP", "REGION_IN",
+           "REGION_OUT", "START", "STEP", "Script", "is_data_loading", "merge_native",
+           "script_of"]
 
 # Event kinds: an op, a module's entry and exit, a region's, step marks (STEP ends a step and
 # starts the next; START and END start or end one alone, around the unprofiled calls that
-# alternate with profiled ones), and COST: observing time spent between ops, (COST, t, ns).
-OP, ENTER, EXIT, REGION_IN, REGION_OUT, STEP, START, END, COST = range(9)
+# alternate with profiled ones), COST: observing time spent between ops, (COST, t, ns), and
+# a DataLoader's fetch of a batch, (LOAD_IN, t, range name) and (LOAD_OUT, t, range name).
+OP, ENTER, EXIT, REGION_IN, REGION_OUT, STEP, START, END, COST, LOAD_IN, LOAD_OUT = range(11)
 
-# The observer's kinds of range (observer.cpp): a plain range, an autograd node (1), an op.
-_RANGE_KIND, _OP_KIND = 0, 2
+# The observer's kinds of range (observer.cpp): a plain range, an autograd node (1), an op,
+# a record_function range.
+_RANGE_KIND, _OP_KIND, _USER_KIND = 0, 2, 3
+# How torch names the range around each DataLoader iterator's __next__.
+_DATA_LOADING = "enumerate(DataLoader)#"
 _ENGINE = "autograd::engine::"     # the engine's ranges around the nodes it runs
 _MARKS = (STEP, START, END)
+
+
+def is_data_loading(name: str) -> bool:
+    """Whether a record_function range so named is a DataLoader's fetch of a batch (torch
+    names it ``enumerate(DataLoader)#<iterator class>.__next__``)."""
+    return name.startswith(_DATA_LOADING)
 
 
 def _roles(depth: np.ndarray, kind: np.ndarray,
@@ -239,13 +257,19 @@ def merge_native(marks: Sequence[tuple[Any, ...]], times: np.ndarray, ints: np.n
 
     Op events are (OP, t0, t1, index, module, phase, region, extra=0, inner_ns): inner_ns is
     the observing cost inside the op's window beyond its own clock read.
+
+    Record_function ranges (kind 3) are not ops: a DataLoader's fetch becomes LOAD_IN and
+    LOAD_OUT marks (:func:`_fetches`); the others only cost their callbacks.
     """
     if times.shape[0] == 0:
         return list(marks)
+    names = [(str(keys[k][0]), str(keys[k][1])) for k in range(len(keys))]
+    user = ints[:, 2] == _USER_KIND
+    user_times, user_keys = times[user], ints[user, 0]
+    times, ints = times[~user], ints[~user]
     order = np.lexsort((ints[:, 1], times[:, 0]))   # by start, outer before inner
     t0, t1 = times[order, 0], times[order, 1]
     key, depth, kind = ints[order, 0], ints[order, 1], ints[order, 2]
-    names = [(str(keys[k][0]), str(keys[k][1])) for k in range(len(keys))]
     index_of = np.array([learnt.get(nk, -1) for nk in names], dtype=np.int64)
     engine = np.array([nk[0].startswith(_ENGINE) for nk in names] or [False], dtype=bool)
     is_op, inside = _roles(depth, kind, engine[key])
@@ -256,6 +280,8 @@ def merge_native(marks: Sequence[tuple[Any, ...]], times: np.ndarray, ints: np.n
     for i in np.flatnonzero(~is_op & (inside < 0)):
         costs.append((COST, int(t0[i]), half))
         costs.append((COST, int(t1[i]), half))
+    loads = _fetches(user_times, [names[int(k)][0] for k in user_keys], t0[is_op],
+                     t1[is_op], half, costs)
     costs.sort(key=lambda e: e[1])
     # The ops, step by step (between consecutive step marks), with their modules replayed.
     ops_at = np.flatnonzero(is_op)
@@ -303,7 +329,8 @@ def merge_native(marks: Sequence[tuple[Any, ...]], times: np.ndarray, ints: np.n
     if replayed:
         marks = [(COST, e[1], per_module_ns / 2) if seg in replayed else e
                  for e, seg in zip(marks, at_step.tolist())]
-    for e in heapq.merge(marks, ops, costs, key=lambda e: e[1]):
+    # A fetch's LOAD_IN first where it starts with an op: the op is part of the fetch.
+    for e in heapq.merge(loads, marks, ops, costs, key=lambda e: e[1]):
         kind = e[0]
         if kind == OP and len(e) == 7:   # an observer's op: its region is known only here
             _, a, b, index, module, phase, inner = e
@@ -316,3 +343,29 @@ def merge_native(marks: Sequence[tuple[Any, ...]], times: np.ndarray, ints: np.n
             regions.pop()
         out.append(e)
     return out
+
+
+def _fetches(times: np.ndarray, names: Sequence[str], op_t0: np.ndarray, op_t1: np.ndarray,
+             half: float, costs: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """The LOAD_IN and LOAD_OUT marks of the DataLoader fetches among record_function ranges
+    (``times`` rows (t0, t1), ``names`` theirs), in time order. Each end that falls in an
+    op's window (``op_t0``/``op_t1``, the ops by start) moves to that window's edge: torch
+    opens and closes the range inside the ops ``profiler::_record_function_enter_new`` and
+    ``profiler::_record_function_exit``, which belong to the fetch. The callbacks of an end
+    outside any op cost ``half`` there (a COST mark added to ``costs``); inside an op they
+    are in its window, counted on it by the observer."""
+    def within(t: int) -> int:
+        j = int(np.searchsorted(op_t0, t, side="right")) - 1
+        return j if j >= 0 and int(op_t1[j]) >= t else -1
+
+    loads: list[tuple[Any, ...]] = []
+    for (a, b), name in zip(times.tolist(), names):
+        ja, jb = within(a), within(b)
+        for j, t in ((ja, a), (jb, b)):
+            if j < 0:
+                costs.append((COST, t, half))
+        if is_data_loading(name):
+            loads.append((LOAD_IN, int(op_t0[ja]) if ja >= 0 else a, name))
+            loads.append((LOAD_OUT, int(op_t1[jb]) if jb >= 0 else b, name))
+    loads.sort(key=lambda e: (e[1], e[0] == LOAD_IN))
+    return loads

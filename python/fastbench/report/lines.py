@@ -1,14 +1,18 @@
 """The text form that result types share: ``TextLines`` (``str()`` joins ``lines()``),
-``note_lines`` (one "note:" line per note) and ``printable`` (a string from a file or from
-user code made safe to show on a terminal). Leaf module: no fastbench imports, no layout
-(tables are :mod:`.table`), no printing.
+``brief_repr`` (the one-line ``repr()`` of a result), ``note_lines`` (one "note:" line per
+note) and ``printable`` (a string from a file or from user code made safe to show on a
+terminal). Leaf module: no fastbench imports, no layout (tables are :mod:`.table`), no
+printing.
 """
 
 from __future__ import annotations
 
 from typing import Iterable
 
-__all__ = ["TextLines", "note_lines", "printable"]
+__all__ = ["BRIEF_REPR_CHARS", "TextLines", "brief_repr", "note_lines", "printable"]
+
+# The longest repr() of a result: one line a console shows whole, never a dump of its data.
+BRIEF_REPR_CHARS = 240
 
 # Characters a terminal acts on rather than shows: the C0 controls (ESC starts the sequences
 # that move the cursor, erase lines and recolour; CR returns to the line's start), DEL, the
@@ -34,9 +38,23 @@ def printable(text: str, keep: str = "") -> str:
     return text.translate(table)
 
 
+def brief_repr(obj: object, summary: str) -> str:
+    """The ``repr()`` of a result: ``<TypeName summary>`` on one line of at most
+    :data:`BRIEF_REPR_CHARS` characters, control characters escaped and a long summary cut
+    with "...". Result classes define ``__repr__`` in their own body to call it (a
+    dataclass would otherwise generate one that dumps every field, arrays included)."""
+    head = f"<{type(obj).__name__}"
+    text = printable(" ".join(summary.split()))
+    room = BRIEF_REPR_CHARS - len(head) - 2
+    if len(text) > room:
+        text = text[:room - 3].rstrip() + "..."
+    return f"{head} {text}>" if text else f"{head}>"
+
+
 class TextLines:
     """Base of results printed as text lines: ``lines()`` gives them, ``str()`` joins them
-    with newlines. Subclasses define ``lines``."""
+    with newlines. Subclasses define ``lines``; each result also defines ``__repr__`` with
+    :func:`brief_repr`."""
 
     def lines(self) -> list[str]:
         raise NotImplementedError

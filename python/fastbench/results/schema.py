@@ -109,10 +109,12 @@ def number(minimum: float | None = None, maximum: float | None = None, *,
     return check
 
 
-def numbers(minimum: float | None = None, *, min_len: int = 0, nulls: bool = False) -> Check:
-    """A list of finite numbers of at least ``minimum`` (``nulls``: null items allowed), at
-    least ``min_len`` long. Checked with numpy: sample lists hold millions of values."""
-    item = _number_expected(minimum, None, False)
+def numbers(minimum: float | None = None, *, maximum: float | None = None, min_len: int = 0,
+            nulls: bool = False) -> Check:
+    """A list of finite numbers of at least ``minimum`` and at most ``maximum``
+    (``nulls``: null items allowed), at least ``min_len`` long. Checked with numpy: sample
+    lists hold millions of values."""
+    item = _number_expected(minimum, maximum, False)
     expected = f"a list of {item.removeprefix('a ')}s" + (" or nulls" if nulls else "")
 
     def check(value: Any, where: str) -> None:
@@ -135,6 +137,8 @@ def numbers(minimum: float | None = None, *, min_len: int = 0, nulls: bool = Fal
         ok = np.isfinite(arr)
         if minimum is not None:
             ok &= arr >= minimum
+        if maximum is not None:
+            ok &= arr <= maximum
         if nulls:
             ok |= np.array([v is None for v in value], dtype=bool)
         wrong = np.flatnonzero(~ok)
@@ -374,6 +378,12 @@ INSTRUCTION_COMPARISON = _record(
 # -- counters ---------------------------------------------------------------------------------
 
 
+# What a command's run can count and last: far beyond any real run, far below where a mean
+# and its interval overflow float64 (a file holding 1e308 would print "inf").
+_MAX_STAT_COUNT = 1e30
+_MAX_STAT_SECONDS = 1e9
+
+
 def _one_code_per_run(data: dict[str, Any], where: str) -> None:
     runs, codes = len(data["elapsed_s"]), len(data["returncodes"])
     if codes != runs:
@@ -383,9 +393,10 @@ def _one_code_per_run(data: dict[str, Any], where: str) -> None:
 
 STAT = _record(
     {"command": _items(_text, min_len=1, noun="argument"),
-     "events": _mapping(_record({"values": numbers(0.0, min_len=1),
+     "events": _mapping(_record({"values": numbers(0.0, maximum=_MAX_STAT_COUNT, min_len=1),
                                  "running_fraction": _FRACTION, "scaled": _flag})),
-     "elapsed_s": numbers(0.0, min_len=1), "returncodes": _items(_INT)},
+     "elapsed_s": numbers(0.0, maximum=_MAX_STAT_SECONDS, min_len=1),
+     "returncodes": _items(_INT)},
     {"unavailable": _mapping(_text), "read_path": _text, "simulated": _nullable(_any_object)},
     then=_one_code_per_run,
 )
@@ -535,7 +546,10 @@ _VARIANT = _record(
     {"metric": _nullable(_METRIC), "energy": _nullable(_ENERGY),
      "memory": _record({}, {"peak_increase_bytes": _nullable(_FINITE),
                             "param_bytes": _NULL_COUNT, "buffer_bytes": _NULL_COUNT,
-                            "serialized_bytes": _NULL_COUNT, "method": _text}),
+                            "serialized_bytes": _NULL_COUNT, "method": _text,
+                            "packed_bytes": _NULL_COUNT, "activation_peak_bytes": _NULL_COUNT,
+                            "activation_method": _text,
+                            "activation_estimate_bytes": _NULL_COUNT}),
      "flops": _NULL_COUNT, "macs": _NULL_COUNT, "params": _NULL_COUNT, "notes": _TEXTS},
 )
 
@@ -551,7 +565,8 @@ SUITE = _record(
     {"version": _POSITIVE_INT, "baseline": _text, "batch_sizes": _items(_POSITIVE_INT, min_len=1),
      "variants": _items(_VARIANT, min_len=1, noun="variant")},
     {"efficiency": _mapping(_nullable(_FINITE)), "settings": _any_object,
-     "allowed": _mapping(_TEXTS), "warnings": _TEXTS, "score_name": _text},
+     "allowed": _mapping(_TEXTS), "warnings": _TEXTS, "score_name": _text,
+     "delta_unit": _choice("fraction", "points")},
     then=_baseline_known,
 )
 

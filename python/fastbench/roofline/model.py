@@ -19,7 +19,7 @@ from .. import _core
 from .._checks import check_finite, check_int
 from .._version import __version__
 from ..measurement import Measurement
-from ..report.lines import TextLines, note_lines
+from ..report.lines import TextLines, brief_repr, note_lines
 from ..report.warnings import WarningRecord
 from ..units import format_bytes
 from .plotting import plot
@@ -127,6 +127,11 @@ class Placement(TextLines):
         """The warning (code "above-roof") when the point sits more than 5% above its
         binding ceiling, naming the assumption that likely failed; None otherwise."""
         return next((w for w in self.warnings if w.code == ABOVE_ROOF), None)
+
+    def __repr__(self) -> str:
+        return brief_repr(self, f"{self.bound}, {self.achieved_gflops:.4g} of "
+                                f"{self.attainable_gflops:.4g} GFLOP/s attainable "
+                                f"({self.fraction:.1%}) at {self.intensity:.3g} FLOP/B")
 
     def lines(self) -> list[str]:
         return [
@@ -481,6 +486,12 @@ class Roofline(TextLines):
              dtype: str = "float32") -> Path:
         """Write the log-log plot to ``path``; see ``fastbench.roofline.plot``."""
         return plot(self, path, points=points, dtype=dtype)
+
+    def __repr__(self) -> str:
+        peak = max(self.compute.values(), default=0.0)
+        memory = ", ".join(f"{level} {bw:.4g}" for level, bw in self.memory.items())
+        return brief_repr(self, f"{self.threads} threads: peak {peak:.4g} GFLOP/s, "
+                                f"memory GB/s {memory or 'none'}")
 
     def lines(self) -> list[str]:
         """The ceilings table."""

@@ -101,7 +101,8 @@ class Summary:
     mdape : float or None
         Median absolute percentage error from the median, ``100 median(|x - median| / x)``,
         in %, as nanobench's ``err%`` (``Result::medianAbsolutePercentError``). None unless
-        every sample is positive.
+        every sample is positive, and where it exceeds float64 (a sample near 1e-320 beside
+        normal ones).
     outliers : Outliers
         Counts by Tukey's fences and the modified z-score; nothing is dropped.
     bimodality_coefficient : float or None
@@ -297,7 +298,11 @@ def _summarize(x: NDArray[np.float64], confidence: float) -> Summary:
         boot = bootstrap_medians(x, rng, BOOTSTRAP_RESAMPLES)
         med_ci, method = percentile_interval(boot, confidence), "bootstrap"
 
-    mdape = float(100.0 * np.median(np.abs((x - median) / x))) if np.all(x > 0.0) else None
+    mdape = None
+    if np.all(x > 0.0):
+        with np.errstate(over="ignore"):  # a sample near 5e-324 beside normal ones
+            ape = float(100.0 * np.median(np.abs((x - median) / x)))
+        mdape = ape if math.isfinite(ape) else None
     outliers = _outliers(x, median, mad)
     # Severe outliers are reported above; left in, their skew alone lifts BC past 5/9 and a
     # unimodal sample with one stray value would read as multimodal.

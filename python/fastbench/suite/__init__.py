@@ -8,8 +8,8 @@ objectives; sweeps of batch size, threads or any parameter; MLPerf-style load sc
   ``result.py``; the fair-comparison checks are ``fairness.py``.
 - :mod:`.energy` — RAPL (powercap or perf) where readable, else a labelled estimate.
 - :mod:`.pareto` — fronts, domination, knees; :mod:`.fit` — power-law fits with the
-  exponent's interval; :mod:`.sweeps` — batch, thread and parameter sweeps;
-  :mod:`.scenarios` — SingleStream, Offline and Server loads; :mod:`.plot` — the figures.
+  exponent's interval and predictions with their prediction interval; :mod:`.sweeps` —
+  batch, thread and parameter sweeps; :mod:`.scenarios` — SingleStream, Offline and Server loads; :mod:`.plot` — the figures.
 
 Framework-free: a variant that is a ``torch.nn.Module`` is handled through
 ``fastbench.pytorch.suite_support``, imported only when torch is in use.
@@ -20,7 +20,7 @@ from __future__ import annotations
 from .energy import (DEFAULT_WATTS_PER_CORE, CorePowerModel, Energy, EnergyMeter, EnergySource,
                      energy_source, measure_energy)
 from .fairness import KINDS, UnfairComparison
-from .fit import PowerLawFit, power_law_fit
+from .fit import PowerLawFit, Prediction, power_law_fit
 from .pareto import dominated_by, knee, pareto_front
 from .result import (OBJECTIVES, Latency, MemoryFigures, MetricValue, Normalized, Speedup,
                      SuiteResult, Throughput, VariantRecord, efficiency_score)
@@ -47,6 +47,7 @@ __all__ = [
     "OfflineResult",
     "ParameterSweep",
     "PowerLawFit",
+    "Prediction",
     "RateSearch",
     "ServerResult",
     "SingleStreamResult",

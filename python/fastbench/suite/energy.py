@@ -17,6 +17,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from .._checks import check_choice, check_finite, check_int, check_seconds
+from ..report.lines import TextLines, brief_repr
 from ..stats.summary import mean_ci
 from ..units import format_ns, format_rel
 from . import energy_sources
@@ -296,7 +297,7 @@ def _check_nonnegative_s(name: str, value: Any) -> float:
 
 
 @dataclass(frozen=True)
-class Energy:
+class Energy(TextLines):
     """Energy of one call of a function.
 
     Attributes
@@ -380,6 +381,9 @@ class Energy:
         if self.estimated:
             text += f" (estimated: {self.reason})" if reason else " (estimated)"
         return text
+
+    def __repr__(self) -> str:
+        return brief_repr(self, f"{self.text()} per call, {self.method}")
 
     def lines(self) -> list[str]:
         """Text lines: the figure, then how it was obtained."""

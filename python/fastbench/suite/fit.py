@@ -1,7 +1,8 @@
 """Power-law fits of a cost against a size: ``y = coefficient * x ** exponent`` by least
-squares on the log scale, the exponent's confidence interval, and the usual order of growth
-("O(n^2)") the interval is consistent with. Numbers in, a record out: nothing here measures
-or prints.
+squares on the log scale, the exponent's confidence interval, the usual order of growth
+("O(n^2)") the interval is consistent with, and predictions at a new size with the
+prediction interval of a new measurement there, marked when they extrapolate. Numbers in, a
+record out: nothing here measures or prints.
 """
 
 from __future__ import annotations
@@ -14,9 +15,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .._checks import check_fraction
+from ..report.lines import TextLines, brief_repr
 from ..stats._scipy import sps
+from ..units import format_ns
 
-__all__ = ["USUAL_ORDERS", "PowerLawFit", "power_law_fit"]
+__all__ = ["USUAL_ORDERS", "PowerLawFit", "Prediction", "power_law_fit"]
 
 # The orders of growth big_o() names: constant, square root, linear, n^1.5, quadratic, cubic
 # (and n log n, judged apart against n^1 since it is no power).
@@ -52,8 +55,12 @@ def _line(u: NDArray[np.float64], v: NDArray[np.float64]) -> _Line:
 
 
 def _interval(line: _Line, n: int, confidence: float) -> tuple[float, float]:
-    t = float(sps().t.ppf(0.5 + confidence / 2.0, n - 2))
+    t = _t(confidence, n - 2)
     return line.slope - t * line.slope_se, line.slope + t * line.slope_se
+
+
+def _t(confidence: float, dof: int) -> float:
+    return float(sps().t.ppf(0.5 + confidence / 2.0, dof))
 
 
 def _fixed_rss(residual: NDArray[np.float64]) -> float:
@@ -63,7 +70,68 @@ def _fixed_rss(residual: NDArray[np.float64]) -> float:
 
 
 @dataclass(frozen=True)
-class PowerLawFit:
+class Prediction(TextLines):
+    """What a power-law fit predicts for a new measurement at ``x``
+    (:meth:`PowerLawFit.prediction`).
+
+    Attributes
+    ----------
+    x : float
+    value : float
+        The fitted line at ``x``: ``coefficient * x ** exponent``, in y's unit. On the log
+        scale it is the mean, so for y it is the median of a new measurement.
+    interval : (float, float)
+        The prediction interval of one new measurement at ``x`` at ``confidence``, from
+        the log-log regression: ``exp(log value ± t * s * sqrt(1 + 1/n + (log x - mean
+        log x)² / Sxx))``, with ``s`` the residuals' standard deviation (n - 2 degrees of
+        freedom) and ``Sxx`` the spread of the fitted log x. It holds the scatter of one
+        measurement and the uncertainty of the whole line (exponent and coefficient), and
+        widens away from the middle of the points.
+    confidence : float
+    extrapolation : bool
+        Whether ``x`` lies outside the measured range: the interval then assumes the power
+        law still holds there, which the points cannot tell.
+    measured_range : (float, float)
+        The smallest and largest x fitted.
+    x_label : str
+    unit : str
+        y's unit for the text: "s" writes times, "" plain numbers.
+    """
+
+    x: float
+    value: float
+    interval: tuple[float, float]
+    confidence: float
+    extrapolation: bool
+    measured_range: tuple[float, float]
+    x_label: str = "n"
+    unit: str = ""
+
+    def contains(self, y: float) -> bool:
+        """Whether a measurement ``y`` at ``x`` lies inside the prediction interval."""
+        return self.interval[0] <= y <= self.interval[1]
+
+    def _y(self, v: float) -> str:
+        if self.unit == "s":
+            return format_ns(v * 1e9)
+        return f"{v:.4g}" + (f" {self.unit}" if self.unit else "")
+
+    def __repr__(self) -> str:
+        return brief_repr(self, f"{self._y(self.value)} at {self.x_label} = {self.x:.4g}"
+                                + (", extrapolated" if self.extrapolation else ""))
+
+    def lines(self) -> list[str]:
+        lo, hi = self.measured_range
+        where = (f"extrapolated beyond the measured {self.x_label} {lo:.4g} to {hi:.4g}: "
+                 "the power law is assumed to hold there" if self.extrapolation
+                 else f"within the measured {self.x_label} {lo:.4g} to {hi:.4g}")
+        return [f"predicted at {self.x_label} = {self.x:.4g}: {self._y(self.value)}, "
+                f"{self.confidence:.0%} prediction interval [{self._y(self.interval[0])}, "
+                f"{self._y(self.interval[1])}] ({where})"]
+
+
+@dataclass(frozen=True)
+class PowerLawFit(TextLines):
     """``y ≈ coefficient * x ** exponent``, fitted on the log scale (:func:`power_law_fit`).
 
     Attributes
@@ -107,6 +175,51 @@ class PowerLawFit:
         if isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool):
             return self.coefficient * float(x) ** self.exponent
         return self.coefficient * np.asarray(x, dtype=np.float64) ** self.exponent
+
+    def prediction(self, x: float, confidence: float | None = None, *,
+                   unit: str = "") -> Prediction:
+        """The prediction for a new measurement at ``x`` with its prediction interval, and
+        whether ``x`` extrapolates beyond the measured range (:class:`Prediction`).
+
+        Parameters
+        ----------
+        x : float
+            A size, positive and finite.
+        confidence : float, optional
+            The interval's coverage (default: the fit's).
+        unit : str
+            y's unit for the text ("s" for seconds).
+
+        Raises
+        ------
+        TypeError
+            ``x`` is not a number.
+        ValueError
+            ``x`` is not positive and finite, ``confidence`` is outside (0, 1), or the fit
+            keeps no points (one rebuilt from a file without them).
+        """
+        if isinstance(x, bool) or not isinstance(x, (int, float, np.integer, np.floating)):
+            raise TypeError(f"x must be a number, got {type(x).__name__}")
+        x0 = float(x)
+        if not (math.isfinite(x0) and x0 > 0.0):
+            raise ValueError(f"x must be positive and finite, got {x!r}")
+        level = self.confidence if confidence is None else check_fraction("confidence",
+                                                                          confidence)
+        if len(self.x) < 3 or len(self.x) != len(self.y):
+            raise ValueError("this fit keeps no points (x, y): a prediction interval needs "
+                             "their scatter about the line")
+        u, v = np.log(np.asarray(self.x)), np.log(np.asarray(self.y))
+        line = _line(u, v)
+        n = u.size
+        du = u - u.mean()
+        sxx = float(np.sum(du * du))
+        s = math.sqrt(float(np.sum((v - line.intercept - line.slope * u) ** 2)) / (n - 2))
+        u0 = math.log(x0)
+        centre = line.intercept + line.slope * u0
+        half = _t(level, n - 2) * s * math.sqrt(1.0 + 1.0 / n + (u0 - float(u.mean())) ** 2 / sxx)
+        lo, hi = min(self.x), max(self.x)
+        return Prediction(x0, math.exp(centre), (math.exp(centre - half), math.exp(centre + half)),
+                          level, not lo <= x0 <= hi, (lo, hi), self.x_label, unit)
 
     @property
     def nlogn_consistent(self) -> bool:
@@ -163,6 +276,11 @@ class PowerLawFit:
             return (f"{fitted}, no usual order inside the interval "
                     f"[{lo:.3g}, {hi:.3g}]")
         return f"{fitted}, consistent with {found}"
+
+    def __repr__(self) -> str:
+        lo, hi = self.exponent_ci
+        return brief_repr(self, f"time ∝ {self.x_label}^{self.exponent:.3f} "
+                                f"[{lo:.3f}, {hi:.3f}] over {self.n_points} points")
 
     def lines(self) -> list[str]:
         lo, hi = self.exponent_ci

@@ -1,9 +1,10 @@
 """The records of a benchmark suite: per variant its latency (median and percentiles with
 order-statistic intervals), throughput per batch size, metric with its bootstrap interval and
-paired delta to the baseline, memory, energy, FLOPs, and speedup with the paired verdict;
-:class:`SuiteResult` holds them all, derives the normalized metrics (compression, memory
-reduction, energy ratio, efficiency score), Pareto fronts and knees, prints the table and
-draws the figures. Nothing here measures: :mod:`.run` does.
+paired delta to the baseline, memory (the model's footprint and the increase per call),
+energy, FLOPs, and speedup with the paired verdict; :class:`SuiteResult` holds them all,
+derives the normalized metrics (compression, memory reduction, energy ratio, efficiency
+score), Pareto fronts and knees, prints the table and draws the figures. Nothing here
+measures: :mod:`.run` does.
 """
 
 from __future__ import annotations
@@ -16,15 +17,16 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from ..report.lines import TextLines, printable
+from ..report.lines import TextLines, brief_repr, printable
 from ..report.table import table
 from ..stats import SampleComparison
 from ..units import format_bytes, format_count, format_ns
 from .energy import Energy
 from .pareto import dominated_by, knee, pareto_front
 
-__all__ = ["OBJECTIVES", "PERCENTILES", "Latency", "MemoryFigures", "MetricValue",
-           "Normalized", "SuiteResult", "Throughput", "VariantRecord", "efficiency_score"]
+__all__ = ["DELTA_UNITS", "OBJECTIVES", "PERCENTILES", "Latency", "MemoryFigures", "MetricValue",
+           "Normalized", "SuiteResult", "Throughput", "VariantRecord", "efficiency_score",
+           "score_text"]
 
 # The latency percentiles every record carries, label -> quantile.
 PERCENTILES = {"p50": 0.50, "p90": 0.90, "p95": 0.95, "p99": 0.99}
@@ -35,7 +37,8 @@ OBJECTIVES = {
     "throughput": ("max", "samples/s at the largest batch size"),
     "accuracy": ("max", "the metric (accuracy by default)"),
     "metric": ("max", "the metric (accuracy by default)"),
-    "memory": ("min", "peak memory increase per call (bytes)"),
+    "memory": ("min", "memory footprint: weights + peak activations of a call (bytes)"),
+    "memory_increase": ("min", "peak memory increase per call (bytes)"),
     "size": ("min", "serialized size, else parameter and buffer bytes"),
     "energy": ("min", "energy per call (J)"),
     "flops": ("min", "FLOPs per call"),
@@ -196,9 +199,20 @@ class MetricValue:
                    non_finite)
 
 
+# Where a footprint's activation figure comes from.
+MEASURED, ESTIMATED = "measured", "estimated"
+
+
 @dataclass(frozen=True)
 class MemoryFigures:
     """Memory of one variant (None where not known).
+
+    The model's **footprint** is its weights as stored (parameters, buffers and weights packed
+    outside them) plus the peak activation memory of one call: what the model needs in
+    memory to run, the figure the suite's Memory column, ``memory_reduction``, the memory
+    plot and the "memory" objective use. The peak increase per call is another figure: the
+    RSS a call adds over the memory before it, 0 for a model in steady state (its
+    activations reuse memory the allocator kept).
 
     Attributes
     ----------
@@ -211,7 +225,17 @@ class MemoryFigures:
         ``torch.save(module.state_dict())``: what a deployment ships, packed quantized
         weights included.
     method : str
-        How the peak was read ("" when not measured).
+        How the peak increase was read ("" when not measured).
+    packed_bytes : int or None
+        Weights a module keeps outside its parameters and buffers, as stored (a dynamically
+        quantized layer's packed int8 weights and bias, with their scales).
+    activation_peak_bytes : int or None
+        The most memory one call held at once beyond what was allocated before it
+        (intermediates, workspaces, output), measured (``activation_method``).
+    activation_method : str
+        How the activation peak was measured ("" when not measured).
+    activation_estimate_bytes : int or None
+        The analyzer's estimate of the same peak (each intermediate freed after its last use).
     """
 
     peak_increase_bytes: float | None = None
@@ -219,6 +243,10 @@ class MemoryFigures:
     buffer_bytes: int | None = None
     serialized_bytes: int | None = None
     method: str = ""
+    packed_bytes: int | None = None
+    activation_peak_bytes: int | None = None
+    activation_method: str = ""
+    activation_estimate_bytes: int | None = None
 
     @property
     def size_bytes(self) -> int | None:
@@ -229,18 +257,72 @@ class MemoryFigures:
             return None
         return self.param_bytes + (self.buffer_bytes or 0)
 
+    @property
+    def weights_bytes(self) -> int | None:
+        """Parameters, buffers and packed weights as stored, or None without parameters."""
+        if self.param_bytes is None:
+            return None
+        return self.param_bytes + (self.buffer_bytes or 0) + (self.packed_bytes or 0)
+
+    @property
+    def activations(self) -> tuple[int, str] | None:
+        """The activation peak of a call and where it comes from: the measured one
+        (``"measured"``), else the analyzer's estimate (``"estimated"``), else None."""
+        if self.activation_peak_bytes is not None:
+            return self.activation_peak_bytes, MEASURED
+        if self.activation_estimate_bytes is not None:
+            return self.activation_estimate_bytes, ESTIMATED
+        return None
+
+    @property
+    def footprint_bytes(self) -> int | None:
+        """The weights plus the activation peak (:attr:`activations`); the weights alone
+        when no activation figure is known; None without weights (a callable)."""
+        weights = self.weights_bytes
+        if weights is None:
+            return None
+        act = self.activations
+        return weights + (0 if act is None else act[0])
+
+    @property
+    def footprint_basis(self) -> str:
+        """What :attr:`footprint_bytes` is made of: "weights + measured activation peak",
+        "weights + estimated activation peak", "weights only (no activation figure)", or ""
+        without a footprint."""
+        if self.weights_bytes is None:
+            return ""
+        act = self.activations
+        if act is None:
+            return "weights only (no activation figure)"
+        return f"weights + {act[1]} activation peak"
+
     def to_dict(self) -> dict[str, Any]:
         return {"peak_increase_bytes": self.peak_increase_bytes, "param_bytes": self.param_bytes,
                 "buffer_bytes": self.buffer_bytes, "serialized_bytes": self.serialized_bytes,
-                "method": self.method}
+                "method": self.method, "packed_bytes": self.packed_bytes,
+                "activation_peak_bytes": self.activation_peak_bytes,
+                "activation_method": self.activation_method,
+                "activation_estimate_bytes": self.activation_estimate_bytes}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> MemoryFigures:
-        def opt(k: str) -> int | None:
-            return None if d.get(k) is None else int(d[k])
+        """Rebuild from :meth:`to_dict` output; a file written before the footprint's
+        figures (packed weights, activation peaks) loads with them None."""
+        def count(k: str) -> int | None:
+            v = d.get(k)
+            if v is None:
+                return None
+            if isinstance(v, bool) or not isinstance(v, (int, float)) \
+                    or not math.isfinite(v) or not 0 <= v <= _MAX_NUMBER or v != int(v):
+                raise ValueError(f"memory.{k} must be a whole number of bytes in [0, "
+                                 f"{_MAX_NUMBER:g}], got {v!r:.40}")
+            return int(v)
         peak = d.get("peak_increase_bytes")
-        return cls(None if peak is None else float(peak), opt("param_bytes"),
-                   opt("buffer_bytes"), opt("serialized_bytes"), str(d.get("method", "")))
+        return cls(None if peak is None else _finite(peak, "memory.peak_increase_bytes"),
+                   count("param_bytes"), count("buffer_bytes"), count("serialized_bytes"),
+                   str(d.get("method", "")), count("packed_bytes"),
+                   count("activation_peak_bytes"), str(d.get("activation_method", "")),
+                   count("activation_estimate_bytes"))
 
 
 @dataclass(frozen=True)
@@ -301,6 +383,11 @@ class VariantRecord:
         """The metric (accuracy by default)."""
         return self.metric
 
+    def __repr__(self) -> str:
+        return brief_repr(self, f"{self.name!r} ({self.kind}): median "
+                                f"{_seconds(self.latency.median_s)} at batch {self.latency.batch}, "
+                                f"speedup {self.speedup.value:.3g}x ({self.speedup.verdict})")
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "name": self.name, "kind": self.kind, "latency": self.latency.to_dict(),
@@ -345,7 +432,10 @@ class Normalized:
     compression : float or None
         Baseline size / variant size (serialized, else parameter and buffer bytes).
     memory_reduction : float or None
-        Baseline peak increase per call / the variant's.
+        Baseline memory footprint / the variant's (:attr:`MemoryFigures.footprint_bytes`);
+        ``memory_reduction_basis`` says which figures both are made of, and
+        ``memory_reduction_estimated`` whether an activation figure in it is the analyzer's
+        estimate rather than measured.
     accuracy_delta, accuracy_delta_ci : float, (low, high) or None
         The metric's change (paired bootstrap interval).
     energy_ratio, energy_ratio_ci : float, (low, high) or None
@@ -365,16 +455,55 @@ class Normalized:
     energy_ratio_ci: Interval | None
     energy_estimated: bool
     efficiency: float | None
+    memory_reduction_basis: str = ""
+    memory_reduction_estimated: bool = False
+
+
+# How the efficiency score reads the accuracy delta: as the fraction it is (the usual
+# definition: -0.005 is half a point lost), or in percentage points (-0.005 read as 0.5).
+DELTA_UNITS = ("fraction", "points")
+# The built-in score's name before the unit was a setting (it read the delta in points).
+_POINTS_SCORE_NAME = "speedup x compression / (1 + |accuracy delta in points|)"
+
+
+def _delta_unit(unit: object) -> str:
+    if unit not in DELTA_UNITS:
+        raise ValueError(f"delta_unit must be one of {', '.join(DELTA_UNITS)}, got {unit!r}")
+    return str(unit)
+
+
+def score_text(delta_unit: str = "fraction") -> str:
+    """The built-in score's formula in words, with the unit its accuracy delta is read in."""
+    unit = ("the delta as a fraction (1 point = 0.01)" if _delta_unit(delta_unit) == "fraction"
+            else "the delta in percentage points (1 point = 1)")
+    return f"speedup x compression / (1 + |accuracy delta|), {unit}"
 
 
 def efficiency_score(speedup: float, compression: float | None,
-                     accuracy_delta: float | None) -> float:
-    """``speedup * compression / (1 + |accuracy delta|)``, with the accuracy delta in
-    percentage points (a metric read as a fraction is multiplied by 100: losing one point of
-    accuracy halves the score, losing none leaves speed times compression). A missing
-    compression counts as 1 and a missing delta as 0."""
-    delta_points = 0.0 if accuracy_delta is None else 100.0 * abs(accuracy_delta)
-    return speedup * (1.0 if compression is None else compression) / (1.0 + delta_points)
+                     accuracy_delta: float | None, *, delta_unit: str = "fraction") -> float:
+    """``speedup * compression / (1 + |accuracy_delta|)``, the normalized efficiency score.
+
+    Parameters
+    ----------
+    speedup, compression : float
+        Baseline time / variant time, baseline size / variant size (None counts as 1).
+    accuracy_delta : float or None
+        The metric's change against the baseline as a fraction (-0.005: half a point of
+        accuracy lost); None counts as 0.
+    delta_unit : {"fraction", "points"}
+        "fraction" (the default, the usual definition) uses the delta as given:
+        ``efficiency_score(1.25, 4, -0.005)`` is 5 / 1.005 = 4.975. "points" reads it in
+        percentage points (times 100), so that losing one point halves the score:
+        5 / 1.5 = 3.333.
+
+    Raises
+    ------
+    ValueError
+        An unknown ``delta_unit``.
+    """
+    scale = 1.0 if _delta_unit(delta_unit) == "fraction" else 100.0
+    delta = 0.0 if accuracy_delta is None else scale * abs(accuracy_delta)
+    return speedup * (1.0 if compression is None else compression) / (1.0 + delta)
 
 
 Score = Callable[[VariantRecord, VariantRecord, "Normalized"], float]
@@ -384,6 +513,18 @@ def _ratio(a: float | None, b: float | None) -> float | None:
     if a is None or b is None or b <= 0 or a < 0:
         return None
     return a / b
+
+
+def _reduction_basis(base: MemoryFigures, rec: MemoryFigures) -> tuple[str, bool]:
+    """What a memory reduction is made of ("" without footprints on both sides), and
+    whether an activation figure in it is estimated."""
+    b, r = base.footprint_basis, rec.footprint_basis
+    if not b or not r:
+        return "", False
+    text = f"footprints: {b}" if b == r else f"footprints: baseline {b}, variant {r}"
+    estimated = any(m.activations is not None and m.activations[1] == ESTIMATED
+                    for m in (base, rec))
+    return text, estimated
 
 
 def _ci_text(value: float, ci: Interval | None, fmt: Callable[[float], str]) -> str:
@@ -417,8 +558,16 @@ class SuiteResult(TextLines):
     settings: dict[str, Any] = field(default_factory=dict)
     allowed: dict[str, tuple[str, ...]] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
-    score_name: str = "speedup x compression / (1 + |accuracy delta in points|)"
+    score_name: str = score_text("fraction")
     score: Score | None = None
+    delta_unit: str = "fraction"
+
+    def __post_init__(self) -> None:
+        unit = _delta_unit(self.delta_unit)
+        # The built-in score's name follows the unit it reads the delta in.
+        if self.score is None and self.score_name in (*map(score_text, DELTA_UNITS),
+                                                      _POINTS_SCORE_NAME):
+            object.__setattr__(self, "score_name", score_text(unit))
 
     # -- access ------------------------------------------------------------------------
     def __getitem__(self, name: str) -> VariantRecord:
@@ -442,7 +591,8 @@ class SuiteResult(TextLines):
         """The figures of ``name`` against the baseline."""
         rec, base = self[name], self[self.baseline]
         compression = _ratio(base.memory.size_bytes, rec.memory.size_bytes)
-        reduction = _ratio(base.memory.peak_increase_bytes, rec.memory.peak_increase_bytes)
+        reduction = _ratio(base.memory.footprint_bytes, rec.memory.footprint_bytes)
+        basis, basis_estimated = _reduction_basis(base.memory, rec.memory)
         delta = None if rec.metric is None else (0.0 if name == self.baseline else rec.metric.delta)
         delta_ci = None if rec.metric is None else rec.metric.delta_ci
         e_ratio = e_ci = None
@@ -454,9 +604,11 @@ class SuiteResult(TextLines):
                 e_ci = (max(rec.energy.ci[0], 0.0) / base.energy.ci[1],
                         rec.energy.ci[1] / base.energy.ci[0])
         n = Normalized(rec.speedup, compression, reduction, delta, delta_ci, e_ratio, e_ci,
-                       estimated, None)
+                       estimated, None, basis if reduction is not None else "",
+                       basis_estimated and reduction is not None)
         value = (self.score(rec, base, n) if self.score is not None
-                 else efficiency_score(rec.speedup.value, compression, delta))
+                 else efficiency_score(rec.speedup.value, compression, delta,
+                                       delta_unit=self.delta_unit))
         return replace(n, efficiency=float(value))
 
     # -- Pareto ----------------------------------------------------------------------------
@@ -472,6 +624,9 @@ class SuiteResult(TextLines):
         if objective in ("accuracy", "metric"):
             return None if rec.metric is None else rec.metric.value
         if objective == "memory":
+            footprint = rec.memory.footprint_bytes
+            return None if footprint is None else float(footprint)
+        if objective == "memory_increase":
             return rec.memory.peak_increase_bytes
         if objective == "size":
             size = rec.memory.size_bytes
@@ -531,6 +686,11 @@ class SuiteResult(TextLines):
                 + (", each on fresh copies of the modules" if fresh else "")
                 + ", judged over the blocks")
 
+    def __repr__(self) -> str:
+        batches = ", ".join(map(str, self.batch_sizes))
+        return brief_repr(self, f"{len(self.variants)} variants, baseline {self.baseline!r}, "
+                                f"batch {batches}")
+
     def lines(self) -> list[str]:
         first = self.batch_sizes[0]
         out = [f"suite: {len(self.variants)} variants, baseline {self.baseline!r}, batch "
@@ -546,16 +706,14 @@ class SuiteResult(TextLines):
                 out.append("  timed as given in every block: " + "; ".join(
                     f"{printable(str(n))} ({printable(str(why))})" for n, why in shown.items()))
         metric_name = next((r.metric.name for r in self.variants.values() if r.metric), "metric")
-        head = ["Model", f"Time (batch {first})", "p99", "Memory", metric_name.capitalize(),
-                "Energy", "Speedup"]
+        head = ["Model", f"Time (batch {first})", "p99", "Memory", "Per-call increase",
+                metric_name.capitalize(), "Energy", "Speedup"]
         rows = []
         for name, rec in self.variants.items():
             lat = rec.latency
             p99, p99_ci = lat.percentiles["p99"]
-            mem = ("-" if rec.memory.peak_increase_bytes is None
-                   else format_bytes(rec.memory.peak_increase_bytes))
-            if rec.memory.size_bytes is not None:
-                mem += f" / {format_bytes(rec.memory.size_bytes)}"
+            increase = ("-" if rec.memory.peak_increase_bytes is None
+                        else format_bytes(rec.memory.peak_increase_bytes))
             metric = "-" if rec.metric is None else _metric_text(rec.metric)
             energy = "-" if rec.energy is None else rec.energy.text(reason=False)
             if name == self.baseline:
@@ -566,10 +724,13 @@ class SuiteResult(TextLines):
                          + f" {s.verdict}")
             rows.append([name, _ci_text(lat.median_s, lat.median_ci, _seconds),
                          _seconds(p99) + ("" if p99_ci else " (too few for an interval)"),
-                         mem, metric, energy, speed])
+                         _footprint_text(rec.memory), increase, metric, energy, speed])
         out += table(head, rows)
-        out.append("  Memory: peak increase per call / serialized size. Time: median of "
-                   "single calls, 95% interval (order statistics).")
+        out.append("  Memory: the model's footprint, its weights as stored + the peak activation "
+                   "memory of a call (measured; \"est.\" where the analyzer's estimate stands "
+                   "in). Per-call increase: peak RSS a call adds over the memory before it. "
+                   "Time: median of single calls, 95% interval (order statistics).")
+        out += self._memory_lines()
         if len(self.batch_sizes) > 1 or first != 1:
             out.append("  throughput (samples/s, 95% interval):")
             for name, rec in self.variants.items():
@@ -591,6 +752,33 @@ class SuiteResult(TextLines):
         for name, rec in self.variants.items():
             out += [f"  note: {name}: {n}" for n in rec.notes]
         out += [f"  warning: {w}" for w in self.warnings]
+        return out
+
+    def _memory_lines(self) -> list[str]:
+        """What each footprint is made of, the measured activation peak beside the
+        analyzer's estimate, and the serialized size."""
+        shown = {n: r.memory for n, r in self.variants.items()
+                 if r.memory.footprint_bytes is not None}
+        if not shown:
+            return []
+        out = [f"  memory footprint (activation peak of a call at batch {self.batch_sizes[0]}):"]
+        for name, m in shown.items():
+            weights = m.weights_bytes or 0
+            text = (f"    {name}: {format_bytes(m.footprint_bytes or 0)} = weights "
+                    f"{format_bytes(weights)}")
+            if m.packed_bytes:
+                text += f" (packed {format_bytes(m.packed_bytes)})"
+            parts = []
+            if m.activation_peak_bytes is not None:
+                parts.append(f"measured {format_bytes(m.activation_peak_bytes)}")
+            if m.activation_estimate_bytes is not None:
+                parts.append(("analyzer's estimate " if parts else "estimated ")
+                             + format_bytes(m.activation_estimate_bytes)
+                             + ("" if parts else " (not measured)"))
+            text += " + activations " + (", ".join(parts) if parts else "unknown")
+            if m.serialized_bytes is not None:
+                text += f"; serialized {format_bytes(m.serialized_bytes)}"
+            out.append(text)
         return out
 
     def _energy_time_notes(self) -> list[str]:
@@ -618,6 +806,7 @@ class SuiteResult(TextLines):
         head = ["vs baseline", "Speedup", "Compression", "Memory", "Accuracy delta",
                 "Energy ratio", "Score"]
         rows = []
+        bases: dict[str, list[str]] = {}
         for name in self.variants:
             if name == self.baseline:
                 continue
@@ -630,16 +819,26 @@ class SuiteResult(TextLines):
                 f"{n.energy_ratio:.3f}" + (f" [{n.energy_ratio_ci[0]:.2f}, {n.energy_ratio_ci[1]:.2f}]"
                                            if n.energy_ratio_ci else "")
                 + (" (estimated)" if n.energy_estimated else ""))
+            memory = "-" if n.memory_reduction is None else (
+                f"{n.memory_reduction:.2f}x" + (" (est.)" if n.memory_reduction_estimated else ""))
+            if n.memory_reduction_basis:
+                bases.setdefault(n.memory_reduction_basis, []).append(name)
             rows.append([name, f"{n.speedup.value:.3f}x",
-                         "-" if n.compression is None else f"{n.compression:.2f}x",
-                         "-" if n.memory_reduction is None else f"{n.memory_reduction:.2f}x",
+                         "-" if n.compression is None else f"{n.compression:.2f}x", memory,
                          delta, energy, "-" if n.efficiency is None else f"{n.efficiency:.3f}"])
-        return ["", *table(head, rows), f"  Score: {self.score_name}."]
+        out = ["", *table(head, rows)]
+        if len(bases) == 1:
+            out.append(f"  Memory: baseline footprint / the variant's ({next(iter(bases))}).")
+        else:
+            out += [f"  Memory of {', '.join(names)}: baseline footprint / the variant's "
+                    f"({basis})." for basis, names in bases.items()]
+        return [*out, f"  Score: {self.score_name}."]
 
     # -- figures ---------------------------------------------------------------------------
     def plot_comparison(self, path: str | os.PathLike[str], *, figure: str = "latency") -> Path:
         """Bars with error bars of one figure per variant ("latency", "throughput",
-        "accuracy", "energy" or "memory"); the baseline's bar is marked."""
+        "accuracy", "energy", "memory": the footprint, or "memory_increase": the peak increase
+        per call); the baseline's bar is marked."""
         from .plot import plot_bars
 
         names = self.names
@@ -663,15 +862,20 @@ class SuiteResult(TextLines):
                 cis.append(None if rec.energy is None or rec.energy.ci is None
                            else (rec.energy.ci[0] * 1e3, rec.energy.ci[1] * 1e3))
             elif figure == "memory":
+                footprint = rec.memory.footprint_bytes
+                values.append(np.nan if footprint is None else footprint / 2**20)
+                cis.append(None)
+            elif figure == "memory_increase":
                 peak = rec.memory.peak_increase_bytes
                 values.append(np.nan if peak is None else peak / 2**20)
                 cis.append(None)
             else:
-                raise ValueError(f"figure must be latency, throughput, accuracy, energy or "
-                                 f"memory; got {figure!r}")
+                raise ValueError(f"figure must be latency, throughput, accuracy, energy, "
+                                 f"memory or memory_increase; got {figure!r}")
         label = {"latency": "median latency (ms)", "throughput": "samples/s",
                  "accuracy": "metric", "metric": "metric", "energy": "energy per call (mJ)",
-                 "memory": "peak increase per call (MiB)"}[figure]
+                 "memory": "memory footprint (MiB)",
+                 "memory_increase": "peak increase per call (MiB)"}[figure]
         return plot_bars(names, values, cis, path, ylabel=label, baseline=self.baseline,
                          title=f"{label} per variant")
 
@@ -712,20 +916,25 @@ class SuiteResult(TextLines):
             "allowed": {k: list(v) for k, v in self.allowed.items()},
             "warnings": list(self.warnings),
             "score_name": self.score_name,
+            "delta_unit": self.delta_unit,
         }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> SuiteResult:
-        """Rebuild from :meth:`to_dict` output.
+        """Rebuild from :meth:`to_dict` output. A file without ``delta_unit`` was written
+        when the built-in score read the accuracy delta in points, and keeps that reading.
 
         Raises
         ------
         ValueError
-            A key is missing, or the baseline is not among the variants.
+            A key is missing, an unknown ``delta_unit``, or the baseline is not among the
+            variants.
         """
         try:
             variants = [VariantRecord.from_dict(v) for v in data["variants"]]
             saved = {str(k): v for k, v in (data.get("efficiency") or {}).items()}
+            unit = _delta_unit(data.get("delta_unit", "points"))
+            name = str(data.get("score_name", score_text(unit)))
             result = cls(
                 variants={v.name: v for v in variants},
                 baseline=str(data["baseline"]),
@@ -733,17 +942,28 @@ class SuiteResult(TextLines):
                 settings=dict(data.get("settings") or {}),
                 allowed={str(k): tuple(v) for k, v in (data.get("allowed") or {}).items()},
                 warnings=tuple(str(w) for w in data.get("warnings", ())),
-                score_name=str(data.get("score_name", cls.score_name)),
+                score_name=name, delta_unit=unit,
             )
         except KeyError as exc:
             raise ValueError(f"suite data lacks {exc}") from None
         if result.baseline not in result.variants:
             raise ValueError(f"suite data: baseline {result.baseline!r} is not among the variants")
-        if saved and data.get("score_name") != cls.score_name:
+        if saved and name not in (*map(score_text, DELTA_UNITS), _POINTS_SCORE_NAME):
             # A custom score's values were saved; keep them as the score.
             return SuiteResult(**{**result.__dict__,
                                   "score": lambda rec, base, n: float(saved.get(rec.name) or 0.0)})
         return result
+
+
+def _footprint_text(m: MemoryFigures) -> str:
+    """The footprint for the table: "-" without one, "est." where the activation peak is the
+    analyzer's estimate, "weights only" where no activation figure is known."""
+    footprint = m.footprint_bytes
+    if footprint is None:
+        return "-"
+    act = m.activations
+    return format_bytes(footprint) + ("" if act is not None and act[1] == MEASURED
+                                      else " (est.)" if act is not None else " (weights only)")
 
 
 def _metric_text(m: MetricValue) -> str:

@@ -37,8 +37,8 @@ from ..timing.sampling import order_design, round_order
 from ..timing.targets import Target
 from .energy import Energy, measure_energy_interleaved
 from .fairness import Signature, UnfairComparison, check_allow, differences, signature
-from .result import (PERCENTILES, Latency, MemoryFigures, MetricValue, Score, Speedup,
-                     SuiteResult, Throughput, VariantRecord)
+from .result import (DELTA_UNITS, PERCENTILES, Latency, MemoryFigures, MetricValue, Score,
+                     Speedup, SuiteResult, Throughput, VariantRecord, score_text)
 
 __all__ = ["run"]
 
@@ -445,6 +445,7 @@ def run(
     estimator: str = "hodges-lehmann",
     score: Score | None = None,
     score_name: str | None = None,
+    delta_unit: str = "fraction",
     seed: int = 0,
     progress: Progress | None = None,
 ) -> SuiteResult:
@@ -508,14 +509,18 @@ def run(
         Budget of the timed rounds over all batch sizes, split evenly; a batch size that
         runs out is reported with the rounds it got and a warning.
     memory : bool
-        Track the peak memory of a call (:func:`fastbench.memory.call_memory`, 3 calls).
+        Track the peak memory increase of a call (:func:`fastbench.memory.call_memory`, 3
+        calls) and, for a module, measure the peak activation memory of a call from torch's
+        allocator events: with the weights as stored (packed quantized weights included) it
+        makes the model's memory footprint (``MemoryFigures.footprint_bytes``).
     energy : bool
         Energy per call (:mod:`fastbench.suite.energy`): RAPL when readable, else an
         estimate from CPU time labelled "estimated" with the reason.
     watts_per_core : float, optional
         The power model of the estimate (default :data:`.energy.DEFAULT_WATTS_PER_CORE`).
     analyze : bool
-        Count FLOPs, MACs and parameters of module variants with the analyzer.
+        Count FLOPs, MACs and parameters of module variants with the analyzer, and take its
+        estimate of the activation peak (beside the measured one, or in its place).
     alpha, min_effect : float
         The verdict's significance level and smallest speedup worth calling a difference, as
         in :func:`fastbench.compare` (Holm-corrected across the candidates).
@@ -528,6 +533,10 @@ def run(
     score, score_name : callable, str, optional
         An efficiency score ``score(record, baseline_record, normalized) -> float`` in place
         of :func:`.result.efficiency_score`, and its description.
+    delta_unit : {"fraction", "points"}
+        How the built-in score reads the accuracy delta: as a fraction (the default:
+        ``speedup * compression / (1 + |delta|)`` as usually defined), or in percentage
+        points (losing one point halves the score).
     seed : int
         Seeds the rounds' random order.
     progress : callable(done, total, what), optional
@@ -568,6 +577,9 @@ def run(
                         f"{type(score).__name__}")
     if metric is not None and not callable(metric):
         raise TypeError(f"metric must be callable(variant, eval_data), got {type(metric).__name__}")
+    if delta_unit not in DELTA_UNITS:
+        raise ValueError(f"delta_unit must be one of {', '.join(DELTA_UNITS)}, got "
+                         f"{delta_unit!r}")
     if metric is not None and eval_data is None:
         raise ValueError("metric needs eval_data (passed to it as its second argument)")
     seed = check_int("seed", seed, 0)
@@ -626,9 +638,12 @@ def run(
                                         estimator)
             report(f"timed batch {batch}")
             if short:
+                unmet = (f"at {got} of {rounds} rounds" if got < rounds else
+                         f"at {got} rounds, before every variant had {duration_s:g} s of "
+                         "timed calls (duration_s)")
                 warnings.append(f"batch {batch}: the time budget ({budget:.1f} s of max_time_s) "
-                                f"ended the rounds at {got} of {rounds}; raise max_time_s for "
-                                "tighter intervals")
+                                f"ended the rounds {unmet}; raise max_time_s for tighter "
+                                "intervals")
         first = plan.batch_sizes[0]
         report("memory")
         mems = {n: _memory(objs[n], plan, first, support, memory, analyze) for n in names}
@@ -672,7 +687,7 @@ def run(
     return SuiteResult(records, baseline, plan.batch_sizes, settings,
                        {n: k for n, k in allowed.items() if k}, tuple(warnings),
                        score_name or ("custom score" if score is not None
-                                      else SuiteResult.score_name), score)
+                                      else score_text(delta_unit)), score, delta_unit)
 
 
 def _memory(v: _Variant, plan: _Inputs, batch: int, support: Any, memory: bool,
@@ -685,6 +700,17 @@ def _memory(v: _Variant, plan: _Inputs, batch: int, support: Any, memory: bool,
         peak, method = cm.median_peak_increase_bytes, cm.method
     if not v.module:
         return MemoryFigures(peak, method=method), [], None, None, None
+    notes: list[str] = []
+    activation: int | None = None
+    activation_method = ""
+    if memory:
+        measured = support.activation_peak(v.fn, args, kwargs)
+        activation, activation_method = measured.peak_bytes, measured.method
+        if measured.peak_bytes is None:
+            activation_method = ""
+            notes.append(f"activation peak not measured: {measured.reason}")
     facts = support.module_facts(v.obj, args, kwargs, count_flops=analyze)
     return (MemoryFigures(peak, facts.param_bytes, facts.buffer_bytes, facts.serialized_bytes,
-                          method), list(facts.notes), facts.flops, facts.macs, facts.params)
+                          method, facts.packed_bytes, activation, activation_method,
+                          facts.activation_estimate_bytes),
+            notes + list(facts.notes), facts.flops, facts.macs, facts.params)

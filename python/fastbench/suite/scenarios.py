@@ -16,6 +16,7 @@ from typing import Callable
 import numpy as np
 
 from .._checks import check_choice, check_fraction, check_int, check_seconds
+from ..report.lines import TextLines, brief_repr
 from ..stats._scipy import sps
 from ..stats.plain import PlainRecord
 from ._scenario_shared import (_CI_LEVEL, _check_callable, _fmt_ci_ms, _fmt_ms, _nearest_rank,
@@ -155,7 +156,7 @@ def early_stopping_min_queries(percentile: float = 0.90, confidence: float = 0.9
 # SingleStream
 
 @dataclass(frozen=True)
-class SingleStreamResult(PlainRecord):
+class SingleStreamResult(PlainRecord, TextLines):
     """One query after another, each timed.
 
     Attributes
@@ -203,6 +204,10 @@ class SingleStreamResult(PlainRecord):
     p90_ci_ns: tuple[float, float] | None
     p99_ci_ns: tuple[float, float] | None
     warnings: tuple[str, ...] = ()
+
+    def __repr__(self) -> str:
+        return brief_repr(self, f"{self.queries:,} queries: p50 {_fmt_ms(self.p50_ns)}, "
+                                f"p90 {_fmt_ms(self.p90_ns)}, p99 {_fmt_ms(self.p99_ns)}")
 
     def lines(self) -> list[str]:
         """A few lines of text."""
@@ -299,7 +304,7 @@ def single_stream(fn: Callable[[], object], *, min_queries: int = 256,
 # Offline
 
 @dataclass(frozen=True)
-class OfflineResult(PlainRecord):
+class OfflineResult(PlainRecord, TextLines):
     """Calls back to back; throughput in samples per second.
 
     Attributes
@@ -333,6 +338,10 @@ class OfflineResult(PlainRecord):
     block_throughputs_sps: tuple[float, ...]
     mean_call_ns: float
     warnings: tuple[str, ...] = ()
+
+    def __repr__(self) -> str:
+        return brief_repr(self, f"{self.throughput_sps:.4g} samples/s over {self.calls:,} calls "
+                                f"of {self.samples_per_call}")
 
     def lines(self) -> list[str]:
         """A few lines of text."""

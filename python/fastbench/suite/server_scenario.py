@@ -18,6 +18,7 @@ from numpy.typing import NDArray
 
 from .. import _core
 from .._checks import check_fraction, check_int, check_seconds
+from ..report.lines import TextLines, brief_repr
 from ..stats.plain import PlainRecord
 from ._scenario_shared import (_CI_LEVEL, _check_callable, _fmt_ci_ms, _fmt_ms, _nearest_rank,
                                _percentiles, _t_interval)
@@ -66,7 +67,7 @@ _MAX_STEPS = 4
 # Server
 
 @dataclass(frozen=True)
-class ServerResult(PlainRecord):
+class ServerResult(PlainRecord, TextLines):
     """Poisson arrivals served first come, first served by one server.
 
     Times are integers of nanoseconds on ``time.perf_counter_ns`` measured from the
@@ -155,6 +156,10 @@ class ServerResult(PlainRecord):
         """Nearest-rank ``q`` quantile of the latencies."""
         return _nearest_rank(np.sort(self.latencies_ns),
                              check_fraction("q", q, example="0.99 for the p99"))
+
+    def __repr__(self) -> str:
+        return brief_repr(self, f"{self.queries:,} queries at {self.rate_qps:.4g} q/s offered: "
+                                f"p99 {_fmt_ms(self.p99_ns)}, utilization {self.utilization:.1%}")
 
     def lines(self) -> list[str]:
         """A few lines of text."""
@@ -412,7 +417,7 @@ class RateTrial:
 
 
 @dataclass(frozen=True)
-class RateSearch(PlainRecord):
+class RateSearch(PlainRecord, TextLines):
     """The highest Poisson rate whose latency percentile stayed within a bound.
 
     Attributes
@@ -443,6 +448,12 @@ class RateSearch(PlainRecord):
     tolerance: float
     trials: tuple[RateTrial, ...]
     warnings: tuple[str, ...] = ()
+
+    def __repr__(self) -> str:
+        best = ("none passed" if self.passing_rate_qps is None
+                else f"{self.passing_rate_qps:.4g} q/s")
+        return brief_repr(self, f"{best} at p{self.percentile * 100:g} <= "
+                                f"{self.bound_s * 1e3:.4g} ms, {len(self.trials)} rates")
 
     def lines(self) -> list[str]:
         """A few lines of text."""

@@ -16,13 +16,13 @@ import numpy as np
 
 from .._checks import check_choice, check_fraction, check_int, check_seconds
 from ..measurement import Measurement
-from ..report.lines import TextLines
+from ..report.lines import TextLines, brief_repr
 from ..report.table import table
 from ..report.warnings import WarningRecord
 from ..stats import median_ratio_ci, quantile_ci, quantile_ci_min_samples
 from ..timing.callables import measure
 from ..units import format_ns
-from .fit import PowerLawFit, power_law_fit
+from .fit import PowerLawFit, Prediction, power_law_fit
 
 __all__ = [
     "KNEE_TOLERANCE",
@@ -277,6 +277,10 @@ class BatchSweep(TextLines):
     def percentile_name(self) -> str:
         return f"p{100 * self.percentile:g}"
 
+    def __repr__(self) -> str:
+        return brief_repr(self, f"{len(self.points)} batch sizes, knee at batch "
+                                f"{self.knee_batch}, {self.percentile_name}")
+
     def lines(self) -> list[str]:
         pct = self.percentile_name
         rows = [(str(p.batch), _s(p.latency_median_s), _ci_text(p.latency_median_ci_s, _s),
@@ -482,6 +486,10 @@ class ThreadSweep(TextLines):
     restored_threads: int | None = None
     warnings: tuple[str, ...] = ()
 
+    def __repr__(self) -> str:
+        threads = ", ".join(str(p.threads) for p in self.points)
+        return brief_repr(self, f"{len(self.points)} thread counts ({threads})")
+
     def lines(self) -> list[str]:
         base = self.points[0].threads
         rows = [(str(p.threads), _s(p.median_s), _ci_text(p.median_ci_s, _s),
@@ -658,6 +666,10 @@ class ParameterSweep(TextLines):
     order: tuple[int, ...] = ()
     warnings: tuple[str, ...] = ()
 
+    def __repr__(self) -> str:
+        return brief_repr(self, f"{len(self.points)} values of {self.x_label}, time ∝ "
+                                f"{self.x_label}^{self.fit.exponent:.3f}")
+
     def lines(self) -> list[str]:
         rows = [(str(p.value), f"{p.x:.4g}", _s(p.median_s), _ci_text(p.median_ci_s, _s),
                  _s(self.fit.predict(p.x))) for p in self.points]
@@ -667,6 +679,12 @@ class ParameterSweep(TextLines):
         out.extend("  " + line for line in self.fit.lines())
         out.extend(f"  warning: {w}" for w in self.warnings)
         return out
+
+    def prediction(self, x: float, confidence: float | None = None) -> Prediction:
+        """The fit's time per call at size ``x`` (seconds) with the prediction interval of
+        a new measurement there, marked as an extrapolation beyond the measured sizes
+        (:meth:`PowerLawFit.prediction`)."""
+        return self.fit.prediction(x, confidence, unit="s")
 
     def to_dict(self) -> dict[str, Any]:
         return {"points": [p.to_dict() for p in self.points], "x_label": self.x_label,

@@ -50,7 +50,8 @@ def instruction_runs(processes: object) -> int:
 
 
 def _instructions(fn: Callable[..., Any] | str, args: tuple[Any, ...], kwargs: dict[str, Any],
-                  processes: int | None, name: str | None) -> InstructionCount:
+                  processes: int | None, name: str | None, max_calls: int | None = None,
+                  notice: Callable[[str], None] | None = None) -> InstructionCount:
     """measure(metric="instructions"): the count of one call of ``fn(*args)``."""
     if kwargs:
         raise TypeError("metric='instructions' passes positional arguments only (the call is "
@@ -59,11 +60,22 @@ def _instructions(fn: Callable[..., Any] | str, args: tuple[Any, ...], kwargs: d
     target = importable(fn).resolve() if isinstance(fn, str) else fn
     if not callable(target):
         raise TypeError(f"fn must be callable, got {type(target).__name__}")
-    return count_instructions(target, *args, runs=runs, name=name)
+    return count_instructions(target, *args, runs=runs, name=name, max_calls=max_calls,
+                              notice=notice)
+
+
+def check_instruction_options(metric: str, max_calls: object, notice: object) -> None:
+    """ValueError when an option of instruction counts is given to a timing."""
+    given = [k for k, v in (("max_calls", max_calls), ("notice", notice)) if v is not None]
+    if metric != "instructions" and given:
+        raise ValueError(f"{', '.join(given)} bound{'s' if len(given) == 1 else ''} an "
+                         "instruction count: pass metric='instructions', or leave "
+                         f"{' and '.join(given)} out")
 
 
 @overload
 def measure(fn: Callable[..., Any] | str, /, *args: Any, metric: Literal["instructions"],
+            max_calls: int | None = ..., notice: Callable[[str], None] | None = ...,
             **kwargs: Any) -> InstructionCount: ...
 
 
@@ -92,6 +104,8 @@ def measure(
     processes: int | None = None,
     worker_timeout_s: float | None = 600.0,
     metric: str = "time",
+    max_calls: int | None = None,
+    notice: Callable[[str], None] | None = None,
     **kwargs: Any,
 ) -> Measurement | InstructionCount:
     """Time ``fn(*args, **kwargs)`` with the native loop.
@@ -183,6 +197,12 @@ def measure(
         layout: ``processes=N`` counts in N layouts (``runs=N`` of
         :func:`fastbench.counters.count_instructions`), whose spread a comparison judges
         against. The timing options do not apply.
+    max_calls : int, optional
+        With ``metric="instructions"``: the most calls counted per run (a slow call is
+        otherwise counted at least 10 times: about 70x its native time each under valgrind).
+    notice : callable, optional
+        With ``metric="instructions"``: called with one line (e.g. ``print``) before a
+        simulated count expected to take 10 s or more, giving its expected cost.
 
     Returns
     -------
@@ -208,7 +228,8 @@ def measure(
         Whatever ``fn`` raises propagates unchanged, with its traceback, after cleanup.
     """
     if check_choice("metric", metric, METRICS) == "instructions":
-        return _instructions(fn, args, kwargs, processes, name)
+        return _instructions(fn, args, kwargs, processes, name, max_calls, notice)
+    check_instruction_options(metric, max_calls, notice)
     if processes is not None:
         options = dict(warmup=warmup, min_time_s=min_time_s, repeat=repeat,
                        duration_s=duration_s, loops=loops, clock=clock, disable_gc=disable_gc,

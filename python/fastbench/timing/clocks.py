@@ -11,6 +11,7 @@ from typing import Any, Iterator
 
 from .. import _core
 from ..errors import ClockUnavailable
+from ..report.lines import brief_repr
 
 CLOCK_NAMES = ("steady", "tsc")
 
@@ -58,6 +59,10 @@ class ClockTable:
     clocks: tuple[ClockSpec, ...]
     auto: str
     auto_reason: str
+
+    def __repr__(self) -> str:
+        names = ", ".join(spec.name for spec in self.clocks)
+        return brief_repr(self, f"auto {self.auto!r} of {names}")
 
     def __iter__(self) -> Iterator[ClockSpec]:
         return iter(self.clocks)

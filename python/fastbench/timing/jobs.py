@@ -29,8 +29,10 @@ CALLABLE_OPTIONS = ("warmup", "min_time_s", "repeat", "duration_s", "loops", "cl
                     "disable_gc", "max_time_s", "target_rel_ci", "counters",
                     "counters_missing", "memory")
 STATEMENT_OPTIONS = tuple(o for o in CALLABLE_OPTIONS if not o.startswith("counters"))
-# The settings of a run of rounds (compare's, fastbench.timing.sampling.run_rounds).
+# The settings of a run of rounds (compare's, fastbench.timing.sampling.run_rounds): every one
+# of them is given, and duration_s (None: the rounds stop at repeat) may be.
 ROUNDS_OPTIONS = ("warmup", "min_time_s", "repeat", "loops", "clock", "disable_gc", "max_time_s")
+_ROUNDS_OPTIONAL = ("duration_s",)
 
 # "package.module:attr.path", as setuptools' entry points spell an object.
 _TARGET_RE = re.compile(r"^\w+(\.\w+)*:\w+(\.\w+)*$")
@@ -317,7 +319,8 @@ def rounds_job(jobs: Mapping[str, WorkerJob], *, options: Mapping[str, Any],
         options are not used; each is renamed to its key).
     options : mapping
         Every setting of the rounds (:data:`ROUNDS_OPTIONS`; ``repeat`` is the number of
-        rounds), passed to :func:`fastbench.timing.run_config` in the worker.
+        rounds) and optionally ``duration_s`` (their minimum wall time), passed to
+        :func:`fastbench.timing.run_config` in the worker.
     name : str, optional
         The job's name in progress and errors; defaults to the variants' names joined.
 
@@ -350,7 +353,7 @@ def rounds_job(jobs: Mapping[str, WorkerJob], *, options: Mapping[str, Any],
     if len(scripts) > 1:
         raise ValueError(f"the variants re-run different __main__ scripts ({sorted(scripts)}); "
                          "a worker can re-run only one")
-    opts = _check_options(options, ROUNDS_OPTIONS, "the rounds")
+    opts = _check_options(options, ROUNDS_OPTIONS + _ROUNDS_OPTIONAL, "the rounds")
     missing = [k for k in ROUNDS_OPTIONS if k not in opts]
     if missing:
         raise TypeError(f"options lacks {', '.join(missing)}; a rounds job gives every "

@@ -199,13 +199,14 @@ def run_rounds(targets: Mapping[str, Target], cfg: RunConfig, seed: int = 0
     (loops, warmup, floors), then rounds of one sample of every target in the order of
     :func:`round_order` (seeded by ``seed``), so that drift of the machine hits all alike, no
     target has a fixed predecessor, and sample i of every target forms a pair.
-    ``cfg.repeat`` rounds, fewer when ``cfg.max_time_s`` is spent (at least one).
+    ``cfg.repeat`` rounds, then more until ``cfg.duration_s`` has passed since the first
+    round (when set); fewer when ``cfg.max_time_s`` is spent (at least one).
 
     Returns
     -------
     (samples, measurements, stop_reason)
-        The per-call ns of each round by name, each target's Measurement, and "rounds" or
-        "max_time_s".
+        The per-call ns of each round by name, each target's Measurement, and "rounds",
+        "duration_s" (rounds went on past ``cfg.repeat`` until then) or "max_time_s".
     """
     names = list(targets)
     samples: dict[str, list[float]] = {n: [] for n in names}
@@ -216,17 +217,25 @@ def run_rounds(targets: Mapping[str, Target], cfg: RunConfig, seed: int = 0
         for t in targets.values():
             t.prepare(cfg)
         start = time.monotonic()
-        for r in range(cfg.repeat):
+        r = 0
+        while True:
             for name in round_order(names, r, rng):
                 got, _, elapsed = targets[name].sample(1)
                 samples[name] += got
                 spent[name] += elapsed
-            if cfg.max_time_s and r + 1 < cfg.repeat and time.monotonic() - start >= cfg.max_time_s:
+            r += 1
+            passed = time.monotonic() - start
+            more = r < cfg.repeat or (cfg.duration_s is not None and passed < cfg.duration_s)
+            if not more:
+                break
+            if cfg.max_time_s and passed >= cfg.max_time_s:
                 stop = "max_time_s"
                 break
+            if r >= cfg.repeat:
+                stop = "duration_s"
+    reason = {"max_time_s": "max_time_s", "duration_s": "duration_s"}.get(stop, "repeat")
     measurements = {
-        n: targets[n].measurement(samples[n], spent[n],
-                                  "max_time_s" if stop == "max_time_s" else "repeat", cfg)
+        n: targets[n].measurement(samples[n], spent[n], reason, cfg)
         for n in names
     }
     return samples, measurements, stop

@@ -16,7 +16,8 @@ from ..counters import InstructionCount, count_statement_instructions
 from ..identity import statement_identity
 from ..measurement import Measurement
 from .config import DEFAULT_DURATION_S, DEFAULT_SAMPLE_S, run_config
-from .callables import METRICS, in_workers, instruction_runs, measure, with_memory
+from .callables import (METRICS, check_instruction_options, in_workers, instruction_runs,
+                        measure, with_memory)
 from .sampling import run_target
 from .targets import Target, workload_key
 from .workers import statement_job
@@ -110,7 +111,8 @@ def timeit(stmt: str | Callable[[], Any] = ..., setup: str = ...,
            disable_gc: bool = ..., max_time_s: float | None = ...,
            target_rel_ci: float | None = ..., memory: bool = ..., processes: int | None = ...,
            worker_timeout_s: float | None = ...,
-           metric: Literal["instructions"]) -> InstructionCount: ...
+           metric: Literal["instructions"], max_calls: int | None = ...,
+           notice: Callable[[str], None] | None = ...) -> InstructionCount: ...
 
 
 @overload
@@ -121,7 +123,8 @@ def timeit(stmt: str | Callable[[], Any] = ..., setup: str = ...,
            disable_gc: bool = ..., max_time_s: float | None = ...,
            target_rel_ci: float | None = ..., memory: bool = ..., processes: int | None = ...,
            worker_timeout_s: float | None = ...,
-           metric: Literal["time"] = ...) -> Measurement: ...
+           metric: Literal["time"] = ..., max_calls: None = ...,
+           notice: None = ...) -> Measurement: ...
 
 
 def timeit(
@@ -142,6 +145,8 @@ def timeit(
     processes: int | None = None,
     worker_timeout_s: float | None = 600.0,
     metric: str = "time",
+    max_calls: int | None = None,
+    notice: Callable[[str], None] | None = None,
 ) -> Measurement | InstructionCount:
     """Time a statement string like :func:`timeit.timeit`, with fastbench's clocks and stats.
 
@@ -154,7 +159,9 @@ def timeit(
     fresh worker processes one after the other (see :func:`measure`); ``globals`` must then
     pickle. ``metric="instructions"`` counts the instructions of one execution of ``stmt``
     instead (:func:`fastbench.counters.count_statement_instructions`; no ``globals``: the
-    setup imports what the statement needs; ``processes=N`` counts in N heap layouts).
+    setup imports what the statement needs; ``processes=N`` counts in N heap layouts;
+    ``max_calls`` bounds the executions counted and ``notice`` is told the expected cost
+    before a long simulated count, as in :func:`fastbench.counters.count_instructions`).
 
     Raises
     ------
@@ -165,12 +172,15 @@ def timeit(
     """
     if check_choice("metric", metric, METRICS) == "instructions":
         if callable(stmt):
-            return measure(stmt, metric="instructions", processes=processes)
+            return measure(stmt, metric="instructions", processes=processes,
+                           max_calls=max_calls, notice=notice)
         if globals:
             raise ValueError("metric='instructions' counts the statement in a fresh namespace "
                              "(a fresh process under valgrind), which gets no globals: import "
                              "what it needs in setup")
-        return count_statement_instructions(stmt, setup, runs=instruction_runs(processes))
+        return count_statement_instructions(stmt, setup, runs=instruction_runs(processes),
+                                            max_calls=max_calls, notice=notice)
+    check_instruction_options(metric, max_calls, notice)
     if callable(stmt):
         return measure(
             stmt, warmup=warmup, min_time_s=min_time_s, repeat=repeat, duration_s=duration_s,

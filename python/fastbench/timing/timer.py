@@ -10,8 +10,10 @@ from .clocks import resolve_clock
 
 
 class Timer:
-    """Time a block: ``with fastbench.Timer() as t: ...`` then ``t.elapsed_ns`` (or
-    ``elapsed_ms``, ``elapsed_s``); ``repr(t)`` reads ``Timer(elapsed=1.234 ms, clock='tsc')``.
+    """Time a block: ``with fastbench.Timer() as t: ...`` then ``t.elapsed`` in milliseconds
+    (the unit of most blocks worth timing this way), or with the unit in the name:
+    ``elapsed_ns``, ``elapsed_ms`` (the same figure as ``elapsed``), ``elapsed_s``;
+    ``repr(t)`` reads ``Timer(elapsed=1.234 ms, clock='tsc')``.
 
     Reads the native clock (fenced TSC where "auto" picks it) on entry and exit. The
     figure includes the cost of one clock read pair and one Python-level call (about
@@ -48,6 +50,12 @@ class Timer:
         if self._start is None:
             raise RuntimeError("Timer was not started: use it as `with Timer() as t:`")
         return _core.ticks_to_ns(self.clock, _core.read_stop(self.clock) - self._start)
+
+    @property
+    def elapsed(self) -> float:
+        """Elapsed time in milliseconds: ``elapsed_ms`` (``elapsed_ns`` and ``elapsed_s``
+        name theirs)."""
+        return self.elapsed_ms
 
     @property
     def elapsed_ms(self) -> float:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from ..._checks import check_in_range
+from ...report.lines import brief_repr
 from .geometry import CacheGeometry
 
 __all__ = ["FRIENDLY_EVENTS", "TOOLS", "SimulatedCounts"]
@@ -228,6 +229,9 @@ class SimulatedCounts:
         lines.append(f"valgrind {self.valgrind_version}: {_short_command(self.command)}")
         lines.extend(f"note: {n}" for n in self.notes)
         return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return brief_repr(self, f"{self.target!r}: {len(self.counts)} counts, {self.label}")
 
     def __str__(self) -> str:
         return self.format()
