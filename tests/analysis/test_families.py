@@ -60,3 +60,32 @@ def test_transformer_encoder_layer_attention_share_against_hand_worked_macs() ->
     assert any(line.split()[:1] == ["attention"] and line.endswith(
         f"{100 * shares['attention'].share:.1f}") for line in text)
     assert any("by family" in line for line in a.lines(max_depth=0))
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="needs torch")
+@pytest.mark.parametrize("mode", ["no_grad", "inference_mode"])
+def test_the_fused_inference_path_is_counted_by_part(mode: str) -> None:
+    # In eval under no_grad or inference_mode the layer runs one fused kernel
+    # (aten::_transformer_encoder_layer_fwd), so no submodule runs; its arithmetic goes to the
+    # submodules the unfused path runs it in: the same MACs per module and the same families
+    # as with gradients on, worked by hand as above.
+    import torch
+
+    from fastbench.analysis import analyze
+
+    b, n, d, h, ff = 2, 5, 16, 2, 32
+    layer = torch.nn.TransformerEncoderLayer(d, h, dim_feedforward=ff, batch_first=True).eval()
+    x = torch.randn(b, n, d)
+    fused = analyze(layer, x, grad_mode=mode)
+    assert any("_transformer_encoder_layer_fwd" in op for op in fused.coverage.ops)
+    unfused = analyze(layer, x)
+    macs = {r.path: r.total.macs for r in fused.modules}
+    assert macs == {r.path: r.total.macs for r in unfused.modules}
+    assert macs["self_attn"] == b * n * d * 3 * d + 2 * b * n * n * d + b * n * d * d
+    assert macs["linear1"] == macs["linear2"] == b * n * d * ff
+    assert {s.family: s.count.flops for s in fused.families()} == \
+        {s.family: s.count.flops for s in unfused.families()}
+    assert fused.flops == unfused.flops
+    # The kernel's traffic is the layer's: the parts move nothing of their own, and the
+    # roofline places the layer as one kernel, never its parts.
+    assert all(r.total.bytes == 0 for r in fused.modules if r.path)

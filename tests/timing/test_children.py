@@ -100,11 +100,19 @@ def _gone(pids: list[int], limit_s: float = 15.0) -> bool:
     return False
 
 
+def _default_sighup() -> None:
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+
 def _start_parent(tmp_path: Path, what: str) -> tuple[subprocess.Popen[str], list[int]]:
     """The parent, started; and every process under it once the marked one runs."""
     code, marker = PARENTS[what]
+    # SIGHUP as a terminal leaves it: a test run started under nohup (or by anything else
+    # that ignores SIGHUP) would hand its children an ignored SIGHUP, which fastbench rightly
+    # keeps ignoring.
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=_environment(tmp_path))
+                            stderr=subprocess.PIPE, text=True, env=_environment(tmp_path),
+                            preexec_fn=_default_sighup)
     parent = psutil.Process(proc.pid)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:

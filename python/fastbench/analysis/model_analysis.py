@@ -385,7 +385,11 @@ class ModelAnalysis(Totals, TextLines):
         intermediate tensor written and read again, which is traffic, not a working set,
         and judged as one it would place the whole against a slower level than any part.
         ``level`` is then the levels its parts were judged against ("L2+L3"), and ``bound``
-        the verdict of the parts that hold most of its least time.
+        the verdict of the parts that hold most of its least time. A module whose children
+        hold arithmetic but no bytes ran them in one fused kernel of its own (PyTorch's
+        fused ``nn.TransformerEncoderLayer`` in inference: the analyzer gives each part to
+        the submodule the unfused path runs it in, the kernel's traffic to the layer): it is
+        judged as one, and its children, moving nothing of their own, are left out.
         """
         if dtype is None:
             dtype = next((dt for _, dt in self.inputs if dt.startswith("float")), "float32")
@@ -412,9 +416,14 @@ class ModelAnalysis(Totals, TextLines):
         def place(path: str) -> tuple[float, float, set[str]]:
             if path not in placed:
                 row, kids = rows[path], children[path]
-                parts = [place(k) for k in kids] + [
-                    least(_residual(row.forward, [rows[k].forward for k in kids])),
-                    least(_residual(row.backward, [rows[k].backward for k in kids]))]
+                fused = (any(rows[k].total.flops for k in kids)
+                         and not any(rows[k].total.bytes for k in kids))
+                if fused:  # its children's arithmetic ran in one fused kernel of its own
+                    parts = [least(row.forward), least(row.backward)]
+                else:
+                    parts = [place(k) for k in kids] + [
+                        least(_residual(row.forward, [rows[k].forward for k in kids])),
+                        least(_residual(row.backward, [rows[k].backward for k in kids]))]
                 placed[path] = (sum(t for t, _, _ in parts), sum(m for _, m, _ in parts),
                                 set().union(*(lv for _, _, lv in parts)))
             return placed[path]

@@ -216,6 +216,14 @@ class _Tally:
                 self.unknown_floating[qual] = True
         elif count:
             table = self.backward if backward else self.forward
+            parts = aten_ops.count_parts(e.func, e.args, e.kwargs, e.outputs)
+            for sub, c in (parts or {}).items():
+                if sub:  # to the submodule the unfused path would do it in
+                    path = f"{e.module}.{sub}" if e.module else sub
+                    table[path] = table[path] + c
+                    count = Count(count.macs - c.macs,
+                                  count.elementwise_flops - c.elementwise_flops,
+                                  count.bytes_read, count.bytes_written)
             table[e.module] = table[e.module] + count
         self._lifetimes(e.args, e.kwargs, e.outputs, backward)
 

@@ -209,12 +209,14 @@ def _native_mha(b: Mapping[str, Any], out: Any) -> Count:
     return proj + scale_q + attn + out_proj + weights
 
 
-def _transformer_encoder_layer(b: Mapping[str, Any], out: Any) -> Count:
+def _encoder_layer_parts(b: Mapping[str, Any], out: Any) -> dict[str, Count]:
     """The fused nn.TransformerEncoderLayer inference path (eval under no_grad or
-    inference_mode), counted as the layer's unfused path counts: self-attention as
-    F.multi_head_attention_forward without weights (:func:`_native_mha`), the two residual
-    adds, the two layer norms, and the feed-forward block (two linear layers with their
-    biases, ReLU or GELU between). Dropout does nothing in eval and counts nothing."""
+    inference_mode), counted as the layer's unfused path counts, by the submodule that path
+    does each part in: self-attention as F.multi_head_attention_forward without weights
+    (:func:`_native_mha`) in ``self_attn``, each feed-forward linear layer with its bias in
+    ``linear1`` and ``linear2``, each layer norm in ``norm1`` and ``norm2``, and in the layer
+    itself ("") the two residual adds and the activation (ReLU or GELU, a function there).
+    Dropout does nothing in eval and counts nothing."""
     src = b["src"]
     d = int(b["embed_dim"])
     tokens = int(src.numel()) // d
@@ -222,12 +224,19 @@ def _transformer_encoder_layer(b: Mapping[str, Any], out: Any) -> Count:
                              "num_head": b["num_heads"], "need_weights": False,
                              "mask": b.get("mask"), "average_attn_weights": False}, out)
     hidden = int(b["ffn_weight_1"].shape[0])
-    feed_forward = Count(macs=2 * tokens * d * hidden,
-                         elementwise_flops=tokens * (hidden + d) + tokens * hidden
-                         * _per_element("gelu" if b["use_gelu"] else "relu"))
-    residuals = Count(elementwise_flops=2 * tokens * d * _per_element("add"))
-    norms = Count(elementwise_flops=2 * tokens * d * _per_element("layer_norm"))
-    return attention + feed_forward + residuals + norms
+    norm = Count(elementwise_flops=tokens * d * _per_element("layer_norm"))
+    activation = tokens * hidden * _per_element("gelu" if b["use_gelu"] else "relu")
+    return {"self_attn": attention,
+            "linear1": Count(macs=tokens * d * hidden, elementwise_flops=tokens * hidden),
+            "linear2": Count(macs=tokens * hidden * d, elementwise_flops=tokens * d),
+            "norm1": norm, "norm2": norm,
+            "": Count(elementwise_flops=2 * tokens * d * _per_element("add") + activation)}
+
+
+def _transformer_encoder_layer(b: Mapping[str, Any], out: Any) -> Count:
+    """The fused nn.TransformerEncoderLayer inference path: the sum of
+    :func:`_encoder_layer_parts`."""
+    return sum(_encoder_layer_parts(b, out).values(), Count())
 
 
 # -- sampling at computed positions ----------------------------------------------------------
@@ -640,6 +649,23 @@ def count_op(func: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any],
     if c.bytes:   # the formula knows the traffic better than the arguments' sizes
         return c
     return Count(c.macs, c.elementwise_flops, read, written)
+
+
+# Fused ops whose arithmetic the unfused path does in the running module's submodules: their
+# count split by submodule (a path relative to the running module, "" for itself).
+_PARTS: dict[str, Callable[[Mapping[str, Any], Any], dict[str, Count]]] = {
+    "_transformer_encoder_layer_fwd": _encoder_layer_parts,
+}
+
+
+def count_parts(func: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any],
+                out: Any) -> dict[str, Count] | None:
+    """The arithmetic of one call of a fused op by the submodule of the running module that
+    the unfused path would do it in (a path relative to it, "" for the module itself), as
+    :func:`count_op` counts it in total (bytes apart: the fused kernel's traffic is the
+    running module's); None for an op that runs in one module."""
+    parts = _PARTS.get(func.overloadpacket.__name__) if func.namespace == "aten" else None
+    return None if parts is None else parts(_bind(func, args, kwargs), out)
 
 
 def count_decomposed(func: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any],
