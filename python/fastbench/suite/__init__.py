@@ -22,8 +22,9 @@ from .energy import (DEFAULT_WATTS_PER_CORE, CorePowerModel, Energy, EnergyMeter
 from .fairness import KINDS, UnfairComparison
 from .fit import PowerLawFit, Prediction, power_law_fit
 from .pareto import dominated_by, knee, pareto_front
-from .result import (OBJECTIVES, Latency, MemoryFigures, MetricValue, Normalized, Speedup,
-                     SuiteResult, Throughput, VariantRecord, efficiency_score)
+from .records import (OBJECTIVES, Latency, MemoryFigures, MetricValue, Speedup, Throughput,
+                      VariantRecord)
+from .result import Normalized, SuiteResult, efficiency_score
 from .runner import run
 from .scenarios import (OfflineResult, RateSearch, ServerResult, SingleStreamResult,
                         early_stopping, early_stopping_min_queries, max_server_rate, offline,

@@ -37,8 +37,9 @@ from ..timing.sampling import order_design, round_order
 from ..timing.targets import Target
 from .energy import Energy, measure_energy_interleaved
 from .fairness import Signature, UnfairComparison, check_allow, differences, signature
-from .result import (DELTA_UNITS, PERCENTILES, Latency, MemoryFigures, MetricValue, Score,
-                     Speedup, SuiteResult, Throughput, VariantRecord, score_text)
+from .records import (PERCENTILES, Latency, MemoryFigures, MetricValue, Speedup, Throughput,
+                      VariantRecord)
+from .result import DELTA_UNITS, Score, SuiteResult, score_text
 
 __all__ = ["run"]
 
