@@ -18,6 +18,7 @@ import pytest
 
 import _instruction_workloads as work  # tests/counters is on sys.path (pytest's rootdir import)
 from fastbench.counters import count_instructions, count_statement_instructions
+from fastbench.counters import count_cost as cost
 from fastbench.counters import instructions as ins
 from fastbench.units import format_ns
 
@@ -25,8 +26,8 @@ from fastbench.units import format_ns
 @pytest.fixture
 def hand_constants(monkeypatch: pytest.MonkeyPatch) -> None:
     """Round figures in place of the measured ones, so the expected costs work by hand."""
-    monkeypatch.setattr(ins, "VALGRIND_SLOWDOWN", 50.0)
-    monkeypatch.setattr(ins, "VALGRIND_STARTUP_S", 2.0)
+    monkeypatch.setattr(cost, "VALGRIND_SLOWDOWN", 50.0)
+    monkeypatch.setattr(cost, "VALGRIND_STARTUP_S", 2.0)
 
 
 @pytest.mark.parametrize("per_call_ns, calls, runs, parallel, expected_s", [
@@ -39,19 +40,19 @@ def hand_constants(monkeypatch: pytest.MonkeyPatch) -> None:
 ])
 def test_the_estimate_follows_its_formula(hand_constants: None, per_call_ns: float, calls: int,
                                           runs: int, parallel: int, expected_s: float) -> None:
-    assert ins.estimate_count_s(per_call_ns, calls, runs, parallel) == pytest.approx(
+    assert cost.estimate_count_s(per_call_ns, calls, runs, parallel) == pytest.approx(
         expected_s, rel=1e-12)
 
 
 def test_the_notice_states_the_cost_and_how_it_is_made_up(hand_constants: None) -> None:
     # 5 runs, 2 at a time, of 10 calls of 95 ms: 3 x (2 + 10 x 0.095 x 50) = 148.5 s.
-    line = ins.cost_notice("work", 95e6, 10, 5, 2)
+    line = cost.cost_notice("work", 95e6, 10, 5, 2)
     assert line.startswith(f"counting work under valgrind: expect about "
                            f"{format_ns(148.5e9, 2)}, ")
     assert "(2 s start-up + 10 calls x 95.0 ms x 50 (valgrind's slowdown)) x 3 runs" in line
     assert "max_calls (--max-calls) below 10" in line
     # One call: nothing to cut.
-    assert "max_calls" not in ins.cost_notice("work", 95e6, 1, 1, 1)
+    assert "max_calls" not in cost.cost_notice("work", 95e6, 1, 1, 1)
 
 
 class FakeValgrind:
@@ -78,7 +79,7 @@ def fake_valgrind(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, Any]]:
 
 def test_the_notice_comes_before_the_count_starts(fake_valgrind: list[tuple[str, Any]],
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(ins, "LONG_COUNT_S", 0.0)  # every count is long
+    monkeypatch.setattr(cost, "LONG_COUNT_S", 0.0)  # every count is long
     got = count_instructions(sum, range(100), runs=3, source="simulated",
                              notice=lambda line: fake_valgrind.append(("notice", line)))
     assert [kind for kind, _ in fake_valgrind] == ["notice", "count", "count", "count"]
@@ -94,7 +95,7 @@ def test_the_notice_comes_before_the_count_starts(fake_valgrind: list[tuple[str,
 
 def test_a_short_count_says_nothing(fake_valgrind: list[tuple[str, Any]],
                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(ins, "LONG_COUNT_S", math.inf)
+    monkeypatch.setattr(cost, "LONG_COUNT_S", math.inf)
     count_instructions(sum, range(100), calls=5, source="simulated",
                        notice=lambda line: fake_valgrind.append(("notice", line)))
     assert fake_valgrind == [("count", 5)]

@@ -21,6 +21,8 @@ from .._checks import check_choice, check_fraction, check_int, check_seconds
 from ..report.lines import brief_repr
 from ..stats.robust import median_mad
 from ..units import format_ns
+from .count_cost import (LONG_COUNT_S, VALGRIND_SLOWDOWN, VALGRIND_STARTUP_S, announce,
+                         check_notice, cost_notice, estimate_count_s, parallel_runs)
 from .events import CountersUnavailable
 from .samples import count_samples
 from .simulation import SimulatedCounts, SimulationTimeout, SimulationUnavailable, simulate
@@ -48,19 +50,6 @@ _PICK_BATCH_NS = 1e6
 _PMU_SAMPLES = 11
 _PMU_EVENTS = ("instructions", "cycles")
 
-# What a simulated count costs, for the estimate said before a long one (estimate_count_s):
-# per run, valgrind's start-up (two interpreters under cachegrind side by side, one with the
-# calls and one without) plus the calls' native time times valgrind's slowdown. Measured with
-# `python benchmarks/valgrind_cost.py --repeats 2` (valgrind 3.19 cachegrind, CPython 3.11,
-# a quiet 2-vCPU VM; one run per count, the median of 2 per point; slowdown = the extra wall
-# time of many calls over their native time): loop100 (a pure Python loop) 71x, sorted150
-# 85x, sum(range(200000)) 46x, sorted() of 20000 ints 41x; start-up 2.7-3.1 s. The median
-# slowdown (58x) is the estimate; a count's true cost may lie from about 0.7 to 1.5 times
-# its share of it.
-VALGRIND_SLOWDOWN = 60.0
-VALGRIND_STARTUP_S = 3.0
-# A simulated count expected to take at least this long is announced (``notice``) first.
-LONG_COUNT_S = 10.0
 
 # Cycle estimate from cachegrind's events, with the weights of KCachegrind's "CEst"
 # (its GlobalConfig::knownFormula: CEst = Ir + 10 Bm + 10 L1m + 100 LLm, where
@@ -369,7 +358,7 @@ def count_instructions(
     label = _check_name(name) or _qualname(fn)
     n_calls, n_runs, chosen, timeout = _check_common(calls, runs, source, timeout_s)
     bound = _check_bound(max_calls, n_calls)
-    tell = _check_notice(notice)
+    tell = check_notice(notice)
     started = time.perf_counter()
     resolved, reason = _resolve_source(chosen)
     if resolved == "simulated":
@@ -386,7 +375,7 @@ def count_instructions(
                           n_calls, n_runs, started, reason,
                           "net of an empty sample of the native loop; the call itself "
                           "(vectorcall) is counted")
-    _announce(tell, label, per_call_ns, n_calls, n_runs)
+    announce(tell, label, per_call_ns, n_calls, n_runs)
     count_calls = n_calls
     return _count_simulated(
         label, lambda t, layout: simulate(fn, *args, calls=count_calls, tool="cachegrind",
@@ -473,7 +462,7 @@ def count_statement_instructions(
     label = _check_name(name) or stmt
     n_calls, n_runs, chosen, timeout = _check_common(calls, runs, source, timeout_s)
     bound = _check_bound(max_calls, n_calls)
-    tell = _check_notice(notice)
+    tell = check_notice(notice)
     started = time.perf_counter()
     resolved, reason = _resolve_source(chosen)
     inner = statement_loop(source_text)
@@ -490,7 +479,7 @@ def count_statement_instructions(
                           started, reason,
                           "net of the same loop with no iteration (the setup cancels); each "
                           "iteration's for step is counted with the statement")
-    _announce(tell, label, per_call_ns, n_calls, n_runs)
+    announce(tell, label, per_call_ns, n_calls, n_runs)
     count_calls = n_calls
     return _count_simulated(
         label, lambda t, layout: simulate_statement(stmt, setup, calls=count_calls,
@@ -701,11 +690,6 @@ def _check_bound(max_calls: object, calls: int | None) -> int | None:
     return bound
 
 
-def _check_notice(notice: object) -> Callable[[str], None] | None:
-    if notice is not None and not callable(notice):
-        raise TypeError(f"notice must be callable (e.g. print) or None, got "
-                        f"{type(notice).__name__}")
-    return notice
 
 
 def _choose_calls(calls: int | None, bound: int | None, batch_ns: Callable[[int], float], *,
@@ -726,58 +710,12 @@ def _choose_calls(calls: int | None, bound: int | None, batch_ns: Callable[[int]
     return (picked if bound is None else min(picked, bound)), per_call
 
 
-def _parallel_runs(runs: int) -> int:
-    """Simulated runs at once: each runs two valgrind processes, so one per two cores."""
-    return min(runs, max(1, (os.cpu_count() or 1) // 2))
 
 
-def estimate_count_s(per_call_ns: float, calls: int, runs: int, parallel: int) -> float:
-    """Expected wall time in seconds of a simulated count: ``ceil(runs / parallel)`` waves
-    of runs, each ``VALGRIND_STARTUP_S + VALGRIND_SLOWDOWN x calls x per_call_ns``.
-
-    Parameters
-    ----------
-    per_call_ns : float
-        Native time of one call in ns (>= 0).
-    calls : int
-        Calls per run.
-    runs : int
-        Runs (heap layouts).
-    parallel : int
-        Runs under way at once (>= 1).
-
-    Returns
-    -------
-    float
-        Seconds; an estimate from :data:`VALGRIND_SLOWDOWN` and
-        :data:`VALGRIND_STARTUP_S`, measured on one machine (benchmarks/valgrind_cost.py).
-    """
-    waves = -(-runs // max(parallel, 1))
-    return waves * (VALGRIND_STARTUP_S + VALGRIND_SLOWDOWN * calls * per_call_ns * 1e-9)
 
 
-def cost_notice(label: str, per_call_ns: float, calls: int, runs: int, parallel: int) -> str:
-    """The line said before a long simulated count: its expected cost and how to cut it."""
-    expected = estimate_count_s(per_call_ns, calls, runs, parallel)
-    waves = -(-runs // max(parallel, 1))
-    made_of = (f"{VALGRIND_STARTUP_S:g} s start-up + {calls} calls x "
-               f"{format_ns(per_call_ns, 3)} x {VALGRIND_SLOWDOWN:g} (valgrind's slowdown)")
-    if waves > 1:
-        made_of = f"({made_of}) x {waves} runs in turn"
-    cut = (f"; max_calls (--max-calls) below {calls} counts fewer calls" if calls > 1 else "")
-    return (f"counting {label} under valgrind: expect about {format_ns(expected * 1e9, 2)}, "
-            f"{made_of}{cut}")
 
 
-def _announce(notice: Callable[[str], None] | None, label: str, per_call_ns: float | None,
-              calls: int, runs: int) -> None:
-    """Tell ``notice`` the expected cost before a simulated count of ``LONG_COUNT_S`` or
-    more."""
-    if notice is None or per_call_ns is None:
-        return
-    parallel = _parallel_runs(runs)
-    if estimate_count_s(per_call_ns, calls, runs, parallel) >= LONG_COUNT_S:
-        notice(cost_notice(label, per_call_ns, calls, runs, parallel))
 
 
 def _count_pmu(label: str, run_sample: Callable[[], object], empty_sample: Callable[[], object],
@@ -848,7 +786,7 @@ def _count_simulated(label: str, measure: Callable[[float, int], SimulatedCounts
         return measure(left, layout)
 
     # Each simulation runs two valgrind processes at once; run more only with cores to spare.
-    workers = _parallel_runs(runs)
+    workers = parallel_runs(runs)
     if workers > 1:
         with ThreadPoolExecutor(max_workers=workers) as pool:
             results = list(pool.map(one, range(runs)))
